@@ -570,6 +570,35 @@ def test_a_prompt_chunk_attends_within_its_window_after_a_prefix():
     assert _attended(64.0, 512.0, 128.0) == 64 * (64 + 32) + 448 * 128
 
 
+def test_a_short_chunk_after_a_long_prefix_pays_each_kernels_fixed_cost_once():
+    # one new token after 1,024 cached ones attends 1,024.5 positions, as a lone causal prompt
+    # of 45.3 tokens does: priced at that prompt's kernel, not 1,025 times the one-token
+    # kernel's time (which had charged Llama 3.1 70B on 4 H200 2.18 s a pass); a chunk with
+    # no prefix keeps its own length, and a longer prefix never costs less
+    from inference_econ.model.kernel_clock import _attended, _equal_prompt
+
+    for prefix, tokens, window in (
+        (1024.0, 1.0, 0.0),
+        (3584.0, 512.0, 128.0),
+        (64.0, 512.0, 128.0),
+    ):
+        equal = float(_equal_prompt(prefix, tokens, window))
+        assert _attended(0.0, equal, window) == pytest.approx(_attended(prefix, tokens, window))
+    assert float(_equal_prompt(0.0, 512.0, 0.0)) == 512.0
+    assert float(_equal_prompt(0.0, 512.0, 128.0)) == 512.0
+    assert float(_equal_prompt(1024.0, 1.0, 0.0)) == pytest.approx(45.266, abs=1e-3)
+    from inference_econ.model.latency import prefill_step_model
+
+    a = ie.preset("achievable").replace(kernel_tables=True)
+    arch = ie.load_model("Llama 3.1 70B")
+    model = prefill_step_model(arch, ie.load_hardware("H200-SXM"), a, True)
+    passes = []
+    for cached in (0.0, 1024.0, 8192.0):
+        step = step_operations(model, 4, 1, 1.0, cached, 1, 1, False)
+        passes.append(float(np.sum(KernelClock().price(step))))
+    assert passes == sorted(passes) and passes[2] < 1.5 * passes[0], passes
+
+
 def test_the_step_table_prices_a_grid_and_interpolates_within_a_tenth_of_a_percent(
     llama70_fp8_kernels,
 ):

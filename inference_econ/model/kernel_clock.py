@@ -238,14 +238,13 @@ class _Pricer:
                     )
                 total = total + layers * one
                 continue
-            one = mla_s(self.gpu, fmt, batch, heads, tokens=prompt) if mla else None
+            # a chunk after a cached prefix runs as the prompt without one that attends as
+            # many positions (the tables time no prefix); the chunk's own length without one
+            equal = _equal_prompt(np.maximum(positions - prompt, 0.0), prompt, w)
+            one = mla_s(self.gpu, fmt, batch, heads, tokens=equal) if mla else None
             if one is None:
-                one = context_attention_s(self.gpu, fmt, batch, prompt, heads, kv_heads, dim, w)
-            # a chunk after a cached prefix: the positions ``prompt`` tokens attend to over the
-            # prefix and themselves against the table's (no prefix), each within the window
-            prefix = np.maximum(positions - prompt, 0.0)
-            share = _attended(prefix, prompt, w) / _attended(0.0, prompt, w)
-            total = total + layers * one * share
+                one = context_attention_s(self.gpu, fmt, batch, equal, heads, kv_heads, dim, w)
+            total = total + layers * one
         return total
 
     def _moe(self, op: Operation):
@@ -487,6 +486,20 @@ def _nccl_table(name: str) -> str | None:
     layer group 1)``); None for another."""
     head, _, inner = name.partition(" (")
     return NCCL_OPERATION.get(head) or NCCL_OPERATION.get(inner.split(",")[0].rstrip(")"))
+
+
+def _equal_prompt(prefix, tokens, window: float):
+    """The causal prompt with no cached prefix that attends as many positions as ``tokens``
+    after ``prefix`` do (``_attended``), each within ``window``: ``tokens`` itself without a
+    prefix. A chunk's work scales so while each kernel's fixed cost is paid once (scaling the
+    table's time of the chunk alone by the positions had multiplied that cost too: one token
+    after 1,024 cached ones charged as 1,025 one-token prompts)."""
+    target = _attended(prefix, tokens, window)
+    plain = np.sqrt(2.0 * target)
+    if not window:
+        return plain
+    inside = window * window / 2.0  # a prompt of the window's length attends this many
+    return np.where(target <= inside, plain, window + (target - inside) / window)
 
 
 def _attended(prefix, tokens, window: float):
