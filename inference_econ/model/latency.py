@@ -32,6 +32,7 @@ from .breakdown import (
     Breakdown,
     bound_label,
     roofline_breakdown,
+    scaled_to,
 )
 from .collectives import P2P
 from .machine import Machine, mx_gemm_bits
@@ -516,16 +517,18 @@ class StepModel:
     def breakdown(self, N, B, S, context, p, adiv, two_d) -> Breakdown:
         """The full breakdown of layouts with 1-D or 2-D tensor parallelism (``two_d``: a
         flag, or an array of flags per point)."""
-        part = self.pipeline_part(N, B, S, context, p)
-        coll_lat, coll_bw = self.collective_terms(part, adiv, two_d)
+        alone = self.pipeline_part(N, B, S, context, p)
+        coll_lat, coll_bw = self.collective_terms(alone, adiv, two_d)
         ok = self.fits(N, B, p, context, adiv)
-        part = self.with_copies(part, self.copies_of(part, adiv))
+        part = self.with_copies(alone, self.copies_of(alone, adiv))
         if self.engine is not None:
             reads, exchange = self.attention_reads(part, adiv), exchange_terms_s(self, part, adiv)
             fusable = self.fusable_bandwidth_s(part, adiv, two_d)
-            return self.engine.breakdown(
-                part, adiv, coll_lat, coll_bw, reads, ok, fusable, exchange
-            )
+            bd = self.engine.breakdown(part, adiv, coll_lat, coll_bw, reads, ok, fusable, exchange)
+            if self.assumptions.kernel_tables:  # the step's total as the kernel clock prices it
+                two, one = self.latency_by_dims(alone, adiv)
+                bd = scaled_to(bd, np.where(two_d, two, one))
+            return bd
         aw, aa = self.attention_reads(part, adiv)
         weight_s, act_s = part.ff_weight_read_s + aw, part.ff_activation_read_s + aa
         compute, kernel_s = self.compute_time(part, adiv), self.kernel_s
