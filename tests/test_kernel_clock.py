@@ -599,6 +599,29 @@ def test_a_short_chunk_after_a_long_prefix_pays_each_kernels_fixed_cost_once():
     assert passes == sorted(passes) and passes[2] < 1.5 * passes[0], passes
 
 
+def test_a_prefill_on_the_kernel_clock_is_priced_by_it_and_its_parts_add_up():
+    # Mixtral 8x7B's 16,384-token prompt on one H200: 0.687 s in one pass on the kernel clock
+    # (the engine clock's 0.997 s had been printed for the prefill command under --clock
+    # kernel), in 8,192-token chunks as the time to first token prices it; the breakdown's
+    # parts sum to the total
+    from inference_econ.model.breakdown import ADDITIVE_PARTS
+    from inference_econ.serving.prefill import prefill_latency_s
+
+    totals = {}
+    for tables in (True, False):
+        a = ie.preset("achievable").replace(kernel_tables=tables)
+        s = ie.make_setting("Mixtral 8x7B", "H200-SXM", assumptions=a)
+        row = ie.prefill_pass(s, 1, 16384, batch=1, discrete=True)
+        chunked = ie.prefill_pass(s, 1, 16384, batch=1, discrete=True, chunk_tokens=8192)
+        alone = prefill_latency_s(s.replace(prompt_tokens=16384), [1.0], integer_layouts=True)
+        assert chunked["latency_s"] == pytest.approx(float(alone[0]), rel=1e-9)
+        for r in (row, chunked):
+            assert sum(r[p] for p in ADDITIVE_PARTS) == pytest.approx(r["latency_s"], rel=1e-9)
+        totals[tables] = row["latency_s"]
+    assert totals[True] == pytest.approx(0.687, abs=0.002)
+    assert totals[False] == pytest.approx(0.997, abs=0.002)
+
+
 def test_the_step_table_prices_a_grid_and_interpolates_within_a_tenth_of_a_percent(
     llama70_fp8_kernels,
 ):
