@@ -622,6 +622,24 @@ def test_a_prefill_on_the_kernel_clock_is_priced_by_it_and_its_parts_add_up():
     assert totals[False] == pytest.approx(0.997, abs=0.002)
 
 
+def test_a_breakdown_scaled_to_another_total_keeps_its_shares_and_blanks():
+    # a step of 1 s scaled to 2 s doubles every part; one the new clock cannot run (inf) is
+    # blank as a layout that does not fit; one that did not fit stays so; FLOP are not time
+    import dataclasses
+
+    from inference_econ.model.breakdown import Breakdown, scaled_to
+
+    names = [f.name for f in dataclasses.fields(Breakdown)]
+    parts = np.array([0.25, 1.0, np.nan])
+    bd = Breakdown(
+        **{n: np.array([1.0, 2.0, np.inf]) if n == "latency_s" else parts for n in names}
+    )
+    out = scaled_to(bd, np.array([2.0, np.inf, 3.0]))
+    assert out.latency_s.tolist() == [2.0, np.inf, np.inf]
+    assert out.weight_read_s[0] == 0.5 and np.isnan(out.weight_read_s[1:]).all()
+    assert out.flop[:2].tolist() == [0.25, 1.0]
+
+
 def test_the_step_table_prices_a_grid_and_interpolates_within_a_tenth_of_a_percent(
     llama70_fp8_kernels,
 ):

@@ -131,13 +131,13 @@ def scaled_to(bd: Breakdown, latency_s) -> Breakdown:
     """``bd`` with every time scaled so that its parts add up to ``latency_s`` where it fits
     (the kernel clock's total over the engine step's split: that clock prices operations, not
     these parts; its own split is the operation list)."""
-    total = np.asarray(bd.latency_s, dtype=float)
+    total, new = np.asarray(bd.latency_s, dtype=float), np.asarray(latency_s, dtype=float)
     fits = np.isfinite(total) & (total > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        factor = np.where(fits, np.asarray(latency_s, dtype=float) / total, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):  # blanks where the new total is inf
+        factor = np.where(fits, np.where(np.isfinite(new), new / total, np.nan), 1.0)
     times = {
         f.name: getattr(bd, f.name) * factor
         for f in dataclasses.fields(bd)
         if f.name not in ("latency_s", "flop")
     }
-    return dataclasses.replace(bd, latency_s=np.where(fits, latency_s, total), **times)
+    return dataclasses.replace(bd, latency_s=np.where(fits, new, total), **times)
