@@ -77,55 +77,68 @@ class Decoder:
         F = self.t.nn.functional
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
 
+    def attend(self, x, i: int, L: dict, decode: bool):
+        """Layer ``i``'s attention block on ``x``: what its output projection adds to ``x``
+        (a decode step's new key and value written into the cache first)."""
+        F = self.t.nn.functional
+        n = x.shape[0]
+        h = F.rms_norm(x, (x.shape[-1],), L["n1"])
+        qkv = h @ L["qkv"]
+        q, k, v = qkv.split([self.hq * self.d, self.hkv * self.d, self.hkv * self.d], -1)
+        if decode:
+            kc, vc = self.kv[i]
+            kc[:, :, -1] = k.view(n, self.hkv, self.d)
+            vc[:, :, -1] = v.view(n, self.hkv, self.d)
+            o = self.attention(q.view(n, self.hq, 1, self.d), kc, vc, False)
+        else:
+            q = q.view(1, n, self.hq, self.d).transpose(1, 2)
+            k = k.view(1, n, self.hkv, self.d).transpose(1, 2)
+            v = v.view(1, n, self.hkv, self.d).transpose(1, 2)
+            o = self.attention(q, k, v, True).transpose(1, 2)
+        return o.reshape(n, self.hq * self.d) @ L["o"]
+
+    def feed_forward(self, h, L: dict):
+        """The layer's fused gate-and-up GEMM, SiLU times the up half, the down GEMM."""
+        F = self.t.nn.functional
+        g = h @ L["up"]
+        return (F.silu(g[:, : self.ff]) * g[:, self.ff :]) @ L["down"]
+
     def forward(self, x, decode: bool):
         """One step: ``x`` is (batch, hidden) in a decode step, (tokens, hidden) in a prefill."""
         F, t = self.t.nn.functional, self.t
-        n = x.shape[0]
         for i, L in enumerate(self.w):
-            h = F.rms_norm(x, (x.shape[-1],), L["n1"])
-            qkv = h @ L["qkv"]
-            q, k, v = qkv.split([self.hq * self.d, self.hkv * self.d, self.hkv * self.d], -1)
-            if decode:
-                kc, vc = self.kv[i]
-                kc[:, :, -1] = k.view(n, self.hkv, self.d)
-                vc[:, :, -1] = v.view(n, self.hkv, self.d)
-                o = self.attention(q.view(n, self.hq, 1, self.d), kc, vc, False)
-            else:
-                q = q.view(1, n, self.hq, self.d).transpose(1, 2)
-                k = k.view(1, n, self.hkv, self.d).transpose(1, 2)
-                v = v.view(1, n, self.hkv, self.d).transpose(1, 2)
-                o = self.attention(q, k, v, True).transpose(1, 2)
-            x = x + o.reshape(n, self.hq * self.d) @ L["o"]
-            h = F.rms_norm(x, (x.shape[-1],), L["n2"])
-            g = h @ L["up"]
-            x = x + (F.silu(g[:, : self.ff]) * g[:, self.ff :]) @ L["down"]
+            x = x + self.attend(x, i, L, decode)
+            x = x + self.feed_forward(F.rms_norm(x, (x.shape[-1],), L["n2"]), L)
         last = x if decode else x[-1:]
         logits = (F.rms_norm(last, (last.shape[-1],), self.norm) @ self.head).float()
         return t.argmax(logits, dim=-1)
 
 
-def timed(torch, fn) -> float:
-    """Median milliseconds of a CUDA-graph replay of ``fn`` (after warm-up runs)."""
+def timed(torch, fn, graph: bool = True) -> float:
+    """Median milliseconds of a CUDA-graph replay of ``fn`` after warm-up runs (``graph``
+    False: of plain calls, timed by CUDA events as the replays are)."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
         for _ in range(3):
             fn()
     torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
+    run = fn
+    if graph:
+        cuda_graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(cuda_graph):
+            fn()
+        run = cuda_graph.replay
     for _ in range(3):
-        graph.replay()
+        run()
     times = []
     for _ in range(REPLAYS):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        graph.replay()
+        run()
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end))
-    del graph
     return sorted(times)[len(times) // 2]
 
 

@@ -35,16 +35,18 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling scripts, however run
 
-#: (batch, cached tokens) of the decode steps; a size whose cache does not fit beside the
-#: weights in 90 % of the GPU's memory is skipped with a line saying so.
+from measure_decoder_steps import REPLAYS, Decoder, timed  # noqa: E402
+
+#: (batch, cached tokens) of the decode steps; a size whose cache takes more than 90 % of the
+#: memory left free once the weights are on the GPU is skipped with a line saying so.
 DECODE = ((1, 1024), (8, 1024), (32, 1024), (64, 1024), (128, 1024), (256, 1024), (512, 1024),
           (64, 4096), (16, 8192))  # fmt: skip
 #: Prompt tokens of the prefills (one prompt a pass).
 PREFILL = (256, 1024, 4096, 8192, 16384)
 #: Tokens of the routed-expert block timed alone.
 EXPERT_TOKENS = (1, 4, 16, 64, 256, 1024, 4096, 16384)
-REPLAYS = 20
 
 
 def parse() -> argparse.Namespace:
@@ -105,9 +107,9 @@ class GroupedGemm:
         return all(t.allclose(got[s : s + len(r)], r, atol=0.05, rtol=0.05) for s, r in want)
 
 
-class MoeDecoder:
-    """A MoE decoder's weights on the GPU, its KV cache (``cache``), a step (``forward``) and
-    its routed-expert block (``experts``)."""
+class MoeDecoder(Decoder):
+    """A MoE decoder's weights on the GPU, its KV cache (``cache``) and its routed-expert
+    block (``experts``); the attention and the step are the dense decoder's (``Decoder``)."""
 
     def __init__(self, torch, arch, dev, gmm: GroupedGemm, layers: int = 0):
         a = arch.attention
@@ -180,86 +182,37 @@ class MoeDecoder:
         scale = weight.reshape(-1)[order].unsqueeze(1).to(h.dtype)
         return t.zeros_like(h).index_add_(0, token, y[slot] * scale)
 
-    def forward(self, x, decode: bool):
-        """One step: ``x`` is (batch, hidden) in a decode step, (tokens, hidden) in a prefill."""
-        F, t = self.t.nn.functional, self.t
-        n = x.shape[0]
-        for i, L in enumerate(self.w):
-            h = F.rms_norm(x, (x.shape[-1],), L["n1"])
-            qkv = h @ L["qkv"]
-            q, k, v = qkv.split([self.hq * self.d, self.hkv * self.d, self.hkv * self.d], -1)
-            if decode:
-                kc, vc = self.kv[i]
-                kc[:, :, -1] = k.view(n, self.hkv, self.d)
-                vc[:, :, -1] = v.view(n, self.hkv, self.d)
-                o = F.scaled_dot_product_attention(
-                    q.view(n, self.hq, 1, self.d), kc, vc, enable_gqa=True
-                )
-            else:
-                q = q.view(1, n, self.hq, self.d).transpose(1, 2)
-                k = k.view(1, n, self.hkv, self.d).transpose(1, 2)
-                v = v.view(1, n, self.hkv, self.d).transpose(1, 2)
-                o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-                o = o.transpose(1, 2)
-            x = x + o.reshape(n, self.hq * self.d) @ L["o"]
-            h = F.rms_norm(x, (x.shape[-1],), L["n2"])
-            weight, idx = self.route(h, L)
-            x = x + self.experts(h, weight, idx, L)
-        last = x if decode else x[-1:]
-        logits = (F.rms_norm(last, (last.shape[-1],), self.norm) @ self.head).float()
-        return t.argmax(logits, dim=-1)
+    def feed_forward(self, h, L: dict):
+        weight, idx = self.route(h, L)
+        return self.experts(h, weight, idx, L)
 
 
-def timed(torch, fn, graph: bool = True) -> float:
-    """Median milliseconds of a CUDA-graph replay of ``fn`` after warm-up runs (``graph``
-    False, or on a CPU: of plain calls)."""
+def cpu_timed(fn) -> float:
+    """Median milliseconds of three plain calls after one (a check of the code on a CPU)."""
     import time
 
-    if not torch.cuda.is_available():
-        fn()
-        times = []
-        for _ in range(3):
-            start = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - start) * 1e3)
-        return sorted(times)[1]
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    run = fn
-    if graph:
-        cuda_graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(cuda_graph):
-            fn()
-        run = cuda_graph.replay
-    for _ in range(3):
-        run()
+    fn()
     times = []
-    for _ in range(REPLAYS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        run()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return sorted(times)[len(times) // 2]
+    for _ in range(3):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return sorted(times)[1]
 
 
-def graphed(torch, fn) -> tuple[float, bool]:
-    """``timed`` in a CUDA graph, or of plain calls where capture fails (said on stderr)."""
-    if not torch.cuda.is_available():
-        return timed(torch, fn, False), False
-    try:
-        return timed(torch, fn, True), True
-    except RuntimeError as e:
-        print(f"CUDA graph capture failed ({str(e).splitlines()[0]}); timing plain calls",
-              file=sys.stderr)  # fmt: skip
-        if torch.cuda.is_available():
+def graphed(torch, fn, dev) -> tuple[float, bool]:
+    """``timed`` on ``dev`` in a CUDA graph, or of plain calls where capture fails (said on
+    stderr); on a CPU, ``cpu_timed``. The flag: whether the time is a graph's replay."""
+    if dev.type != "cuda":
+        return cpu_timed(fn), False
+    with torch.cuda.device(dev):
+        try:
+            return timed(torch, fn, True), True
+        except RuntimeError as e:
+            print(f"CUDA graph capture failed ({str(e).splitlines()[0]}); timing plain calls",
+                  file=sys.stderr)  # fmt: skip
             torch.cuda.synchronize()
-        return timed(torch, fn, False), False
+            return timed(torch, fn, False), False
 
 
 class Writer:
@@ -287,20 +240,20 @@ def measure_steps(torch, m: MoeDecoder, out: Writer, args, free_bytes: int) -> N
             continue
         m.cache(batch, cached)
         x = torch.randn(batch, m.hidden, device=m.dev, dtype=bf)
-        ms, g = graphed(torch, lambda x=x: m.forward(x, True))
+        ms, g = graphed(torch, lambda x=x: m.forward(x, True), m.dev)
         out.row(phase="decode", batch=batch, cached_tokens=cached, prompt_tokens=0,
                 latency_ms=round(ms, 4), cuda_graph=g)  # fmt: skip
         m.cache(0, 0)
         del x
-        if torch.cuda.is_available():
+        if m.dev.type == "cuda":
             torch.cuda.empty_cache()
     for n in prefill:
         x = torch.randn(n, m.hidden, device=m.dev, dtype=bf)
-        ms, g = graphed(torch, lambda x=x: m.forward(x, False))
+        ms, g = graphed(torch, lambda x=x: m.forward(x, False), m.dev)
         out.row(phase="prefill", batch=1, cached_tokens=0, prompt_tokens=n,
                 latency_ms=round(ms, 4), cuda_graph=g)  # fmt: skip
         del x
-        if torch.cuda.is_available():
+        if m.dev.type == "cuda":
             torch.cuda.empty_cache()
 
 
@@ -311,7 +264,7 @@ def measure_experts(torch, m: MoeDecoder, out: Writer, args) -> None:
         h = torch.randn(n, m.hidden, device=m.dev, dtype=torch.bfloat16)
         idx = (torch.arange(n * m.k, device=m.dev) % m.E).view(n, m.k)
         weight = torch.full((n, m.k), 1.0 / m.k, device=m.dev)
-        ms, g = graphed(torch, lambda h=h, w=weight, i=idx: m.experts(h, w, i, L))
+        ms, g = graphed(torch, lambda h=h, w=weight, i=idx: m.experts(h, w, i, L), m.dev)
         out.row(tokens=n, hidden_size=m.hidden, inter_size=m.ff, num_experts=m.E, topk=m.k,
                 distribution="balanced", latency_ms=round(ms, 4), cuda_graph=g)  # fmt: skip
 

@@ -23,6 +23,27 @@ import inference_econ as ie
 gc.set_threshold(2000, 10, 100)
 
 
+def measured_steps(name: str, assumptions="refined"):
+    """A file of whole steps measured on GPUs (``tests/data/<name>``: decode steps and
+    one-prompt prefills on one GPU) with each step's time under ``assumptions``
+    (``predicted_ms``): a decode step as ``point`` prices it, a prefill as ``prefill_pass``."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    rows = pd.read_csv(Path(__file__).parent / "data" / name, comment="#")
+    times = []
+    for r in rows.itertuples():
+        if r.phase == "decode":
+            p = ie.point(r.model, r.hardware, gpus=1, batch=r.batch, assumptions=assumptions,
+                         context_tokens=r.cached_tokens, discrete=True)  # fmt: skip
+        else:
+            s = ie.make_setting(r.model, r.hardware, assumptions=assumptions)
+            p = ie.prefill_pass(s, 1, r.prompt_tokens, batch=r.batch, discrete=True)
+        times.append(p.latency_s * 1e3)
+    return rows.assign(predicted_ms=times)
+
+
 def benchmark_script(name: str):
     """A script of benchmarks/ as a module (its functions tested as a user runs the script)."""
     import importlib.util

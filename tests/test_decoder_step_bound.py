@@ -5,29 +5,17 @@ at least the ``refined`` step, and the bound is not empty (it charges over half 
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pandas as pd
 import pytest
+from conftest import measured_steps
 
 import inference_econ as ie
-
-STEPS = Path(__file__).parent / "data" / "decoder_steps_h100_h200.csv"
 
 
 @pytest.fixture(scope="module")
 def steps():
-    rows = pd.read_csv(STEPS, comment="#")
-    bound = []
-    for r in rows.itertuples():
-        if r.phase == "decode":
-            p = ie.point(r.model, r.hardware, gpus=1, batch=r.batch, assumptions="refined",
-                         context_tokens=r.cached_tokens, discrete=True)  # fmt: skip
-        else:
-            s = ie.make_setting(r.model, r.hardware, assumptions="refined")
-            p = ie.prefill_pass(s, 1, r.prompt_tokens, batch=r.batch, discrete=True)
-        bound.append(p.latency_s * 1e3)
-    return rows.assign(refined_ms=bound)
+    return measured_steps("decoder_steps_h100_h200.csv").rename(
+        columns={"predicted_ms": "refined_ms"}
+    )
 
 
 def test_the_file_holds_both_gpus_and_both_phases(steps):

@@ -599,6 +599,24 @@ def test_a_short_chunk_after_a_long_prefix_pays_each_kernels_fixed_cost_once():
     assert passes == sorted(passes) and passes[2] < 1.5 * passes[0], passes
 
 
+def test_a_chunks_prefix_is_read_whole_from_its_mean_context():
+    # an 8,192-token chunk after 8,192 cached tokens of Llama 3.1 70B (FP8 cache) on 4 H200: its
+    # operation holds the mean context 8,192 + 4,095.5; it attends as a lone prompt of
+    # sqrt(2 x 8,192 x 12,288) = 14,189 tokens does, 80 layers of that prompt's kernel (the
+    # mean context had been read as the chunk's end: a prompt of 11,585)
+    from inference_econ.model.latency import prefill_step_model
+
+    a = ie.preset("achievable").replace(kernel_tables=True)
+    arch = ie.load_model("Llama 3.1 70B").with_precision(kv_cache_bits=8)
+    gpu = ie.load_hardware("H200-SXM")
+    model = prefill_step_model(arch, gpu, a, True)
+    step = step_operations(model, 4, 1, 8192.0, 8192.0, 1, 1, False)
+    seconds = KernelClock().price(step)[step.names.index("attention (prefill)")]
+    equal = (2 * 8192 * (8192 + 4096)) ** 0.5
+    one = float(kp.context_attention_s(gpu, "fp8", 1, equal, 16, 2, 128))
+    assert seconds == pytest.approx(80 * one, rel=1e-9)
+
+
 def test_a_prefill_on_the_kernel_clock_is_priced_by_it_and_its_parts_add_up():
     # Mixtral 8x7B's 16,384-token prompt on one H200: 0.687 s in one pass on the kernel clock
     # (the engine clock's 0.997 s had been printed for the prefill command under --clock

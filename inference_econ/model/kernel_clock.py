@@ -240,12 +240,20 @@ class _Pricer:
                 continue
             # a chunk after a cached prefix runs as the prompt without one that attends as
             # many positions (the tables time no prefix); the chunk's own length without one
-            equal = _equal_prompt(np.maximum(positions - prompt, 0.0), prompt, w)
+            equal = _equal_prompt(self._prefix(s["positions"], prompt), prompt, w)
             one = mla_s(self.gpu, fmt, batch, heads, tokens=equal) if mla else None
             if one is None:
                 one = context_attention_s(self.gpu, fmt, batch, equal, heads, kv_heads, dim, w)
             total = total + layers * one
         return total
+
+    def _prefix(self, positions, prompt):
+        """The cached positions before a prompt chunk of ``prompt`` tokens whose operation
+        holds ``positions`` (``Workload.effective_context``: the prefix, plus (S - 1)/2 where
+        a pass's tokens are charged their mean context)."""
+        if self.work.mean_context_over_pass:
+            positions = np.asarray(positions) - (prompt - 1.0) / 2.0
+        return np.maximum(positions, 0.0)
 
     def _moe(self, op: Operation):
         s = op.shape
@@ -493,7 +501,7 @@ def _equal_prompt(prefix, tokens, window: float):
     after ``prefix`` do (``_attended``), each within ``window``: ``tokens`` itself without a
     prefix. A chunk's work scales so while each kernel's fixed cost is paid once (scaling the
     table's time of the chunk alone by the positions had multiplied that cost too: one token
-    after 1,024 cached ones charged as 1,025 one-token prompts)."""
+    after 1,024 cached ones charged as 2,049 one-token prompts)."""
     target = _attended(prefix, tokens, window)
     plain = np.sqrt(2.0 * target)
     if not window:
