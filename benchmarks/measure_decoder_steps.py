@@ -48,7 +48,7 @@ class Decoder:
     def __init__(self, torch, arch, batch: int, cache_tokens: int, dev):
         a = arch.attention
         group = arch.layer_groups[0]
-        self.t, self.layers = torch, group.layers
+        self.t, self.layers, self.dev = torch, group.layers, dev
         self.hq, self.hkv, self.d = a.query_heads, a.kv_heads, a.head_dim
         self.ff, hidden = group.ffn.d_ff, arch.d_model
         bf = torch.bfloat16
@@ -56,15 +56,11 @@ class Decoder:
         def w(*shape):
             return torch.randn(*shape, device=dev, dtype=bf) * 0.02
 
-        qkv = (self.hq + 2 * self.hkv) * self.d
         self.w = [
             dict(
-                qkv=w(hidden, qkv),
-                o=w(self.hq * self.d, hidden),
+                self.attention_weights(w, hidden),
                 up=w(hidden, 2 * self.ff),
                 down=w(self.ff, hidden),
-                n1=torch.ones(hidden, device=dev, dtype=bf),
-                n2=torch.ones(hidden, device=dev, dtype=bf),
             )  # fmt: skip
             for _ in range(self.layers)
         ]
@@ -72,6 +68,15 @@ class Decoder:
         self.norm = torch.ones(hidden, device=dev, dtype=bf)
         shape = (batch, self.hkv, max(cache_tokens, 1), self.d)
         self.kv = [(w(*shape), w(*shape)) for _ in range(self.layers)] if cache_tokens else None
+
+    def attention_weights(self, w, hidden: int) -> dict:
+        """One layer's attention weights from ``w`` (fused QKV, output projection) and its
+        two norms' scales."""
+        t = self.t
+        qkv = (self.hq + 2 * self.hkv) * self.d
+        return dict(qkv=w(hidden, qkv), o=w(self.hq * self.d, hidden),
+                    n1=t.ones(hidden, device=self.dev, dtype=t.bfloat16),
+                    n2=t.ones(hidden, device=self.dev, dtype=t.bfloat16))  # fmt: skip
 
     def attention(self, q, k, v, causal: bool):
         F = self.t.nn.functional

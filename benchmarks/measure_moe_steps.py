@@ -124,16 +124,12 @@ class MoeDecoder(Decoder):
         def w(*shape):
             return torch.randn(*shape, device=dev, dtype=bf).mul_(0.02)
 
-        qkv = (self.hq + 2 * self.hkv) * self.d
         self.w = [
             dict(
-                qkv=w(hidden, qkv),
-                o=w(self.hq * self.d, hidden),
+                self.attention_weights(w, hidden),
                 router=w(hidden, self.E),
                 up=gmm.weight(self.E, hidden, 2 * self.ff, dev, 0.02),
                 down=gmm.weight(self.E, self.ff, hidden, dev, 0.02),
-                n1=torch.ones(hidden, device=dev, dtype=bf),
-                n2=torch.ones(hidden, device=dev, dtype=bf),
             )  # fmt: skip
             for _ in range(self.layers)
         ]

@@ -32,15 +32,10 @@ def experts():
     return pd.read_csv(DATA / "moe_experts_h200.csv", comment="#")
 
 
-def test_the_file_holds_both_models_and_both_phases(steps):
-    assert set(steps.device) == {"NVIDIA H200"}
-    assert steps.groupby(["model", "phase"]).size().to_dict() == {
-        ("Mixtral 8x7B", "decode"): 8, ("Mixtral 8x7B", "prefill"): 5,
-        ("Qwen3-30B-A3B", "decode"): 9, ("Qwen3-30B-A3B", "prefill"): 5,
-    }  # fmt: skip
-
-
-def test_no_measured_moe_step_beats_the_refined_bound(steps):
+def test_no_decode_step_or_prefill_of_either_model_beats_the_refined_bound(steps):
+    # 27 steps on one H200: both models decode (Mixtral's batch of 512 did not fit) and prefill
+    counts = steps.groupby(["model", "phase"]).size()
+    assert set(steps.device) == {"NVIDIA H200"} and counts.sum() == 27 and len(counts) == 4
     beaten = steps[steps.refined_ms > steps.latency_ms]
     assert beaten.empty, beaten.to_string()
 
