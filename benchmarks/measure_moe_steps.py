@@ -282,7 +282,19 @@ def main() -> int:
         print(f"--model: {args.model} is not a MoE GQA decoder with one expert shape and no "
               "shared experts; name one (Qwen3-30B-A3B, Mixtral 8x7B)", file=sys.stderr)  # fmt: skip
         return 2
-    dev = torch.device(args.device)
+    try:
+        dev = torch.device(args.device)
+    except RuntimeError as e:
+        print(f"--device: {args.device!r} is not a torch device ({e}); cuda, cuda:1, cpu",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        print("--device: no CUDA GPU is visible here; run on one, or --device cpu to check the "
+              "code", file=sys.stderr)  # fmt: skip
+        return 2
+    if args.layers < 0:
+        print(f"--layers: {args.layers} is negative; 0 builds every layer", file=sys.stderr)
+        return 2
     torch.manual_seed(0)
     name = torch.cuda.get_device_properties(dev).name if dev.type == "cuda" else "cpu"
     gmm = GroupedGemm(torch, dev)
