@@ -78,6 +78,10 @@ class Decoder:
                     n1=t.ones(hidden, device=self.dev, dtype=t.bfloat16),
                     n2=t.ones(hidden, device=self.dev, dtype=t.bfloat16))  # fmt: skip
 
+    def mm(self, a, w):
+        """``a @ w``: an attention projection's GEMM (another decoder may run it otherwise)."""
+        return a @ w
+
     def attention(self, q, k, v, causal: bool):
         F = self.t.nn.functional
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
@@ -88,7 +92,7 @@ class Decoder:
         F = self.t.nn.functional
         n = x.shape[0]
         h = F.rms_norm(x, (x.shape[-1],), L["n1"])
-        qkv = h @ L["qkv"]
+        qkv = self.mm(h, L["qkv"])
         q, k, v = qkv.split([self.hq * self.d, self.hkv * self.d, self.hkv * self.d], -1)
         if decode:
             kc, vc = self.kv[i]
@@ -100,7 +104,7 @@ class Decoder:
             k = k.view(1, n, self.hkv, self.d).transpose(1, 2)
             v = v.view(1, n, self.hkv, self.d).transpose(1, 2)
             o = self.attention(q, k, v, True).transpose(1, 2)
-        return o.reshape(n, self.hq * self.d) @ L["o"]
+        return self.mm(o.reshape(n, self.hq * self.d), L["o"])
 
     def feed_forward(self, h, L: dict):
         """The layer's fused gate-and-up GEMM, SiLU times the up half, the down GEMM."""

@@ -24,6 +24,11 @@ The routed-expert block alone (``--experts-out``) is timed at 1 to 16,384 tokens
 sent to k experts round robin (every expert the same load, as the kernel tables' ``balanced``
 rows): the sort, the two grouped GEMMs and the weighted sum, without the router, as the tables'
 fused MoE op is timed.
+
+With ``--fp8`` the experts' and the attention projections' weights are FP8 e4m3 with a scale an
+output channel and each GEMM's input rows are cast to FP8 with a scale a row
+(``torch._scaled_grouped_mm``, ``torch._scaled_mm``; Hopper or later); the router, the output head
+and the KV cache stay BF16. Each path is checked against a float product when the script starts.
 """
 
 from __future__ import annotations
@@ -57,31 +62,54 @@ def parse() -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="two sizes of each (a check)")
     p.add_argument("--layers", type=int, default=0, help="build only this many layers (a check)")
     p.add_argument("--device", default="cuda", help="torch device (cpu: a check of the code)")
+    p.add_argument("--fp8", action="store_true",
+                   help="experts and attention projections in FP8 e4m3, scaled a row (Hopper+)")  # fmt: skip
     return p.parse_args()
+
+
+#: The largest finite FP8 e4m3 value: a row's scale maps its largest magnitude onto it.
+FP8_MAX = 448.0
+
+
+def fp8_rows(torch, x):
+    """``x`` in FP8 e4m3 with one float32 scale per row of its last dimension (amax / 448)."""
+    scale = x.abs().amax(dim=-1).float().clamp_(min=1e-12) / FP8_MAX
+    return (x.float() / scale[..., None]).to(torch.float8_e4m3fn), scale
 
 
 class GroupedGemm:
     """``torch._grouped_mm`` over tokens sorted by expert, with the weight layout and row
     alignment this PyTorch accepts, chosen once by checking small products against a loop."""
 
+    name = "torch._grouped_mm"
+    #: (weights stored transposed, rows of a group padded to a multiple of) in the order tried.
+    OPTIONS: tuple = ((True, 1), (True, 16), (False, 1), (False, 16))
+
     def __init__(self, torch, dev):
         self.t = torch
-        self.transposed, self.align = True, 1
-        for transposed, align in ((True, 1), (True, 16), (False, 1), (False, 16)):
-            self.transposed, self.align = transposed, align
+        for option in self.OPTIONS:
+            self.choose(option)
             try:
                 if self._agrees(dev):
                     return
             except (RuntimeError, TypeError, ValueError) as e:
-                print(f"grouped GEMM layout transposed={transposed} align={align}: {e}",
-                      file=sys.stderr)  # fmt: skip
-        raise SystemExit("torch._grouped_mm takes none of the layouts tried; PyTorch 2.8+ on sm90")
+                print(f"{self.name} {option}: {e}", file=sys.stderr)
+        print(f"{self.name} takes none of the layouts tried: it needs PyTorch 2.8+ on an sm90 GPU"
+              " (a CPU runs only the BF16 path)", file=sys.stderr)  # fmt: skip
+        raise SystemExit(2)
+
+    def choose(self, option) -> None:
+        self.transposed, self.align = option
 
     def weight(self, experts: int, k: int, n: int, dev, scale: float):
         """Random expert weights multiplying (tokens, k) into (tokens, n), in the layout chosen."""
         t = self.t
         shape = (experts, n, k) if self.transposed else (experts, k, n)
         return t.randn(*shape, device=dev, dtype=t.bfloat16).mul_(scale)
+
+    def reference(self, w, e: int):
+        """Expert ``e``'s (k, n) matrix in float32."""
+        return (w[e].transpose(0, 1) if self.transposed else w[e]).float()
 
     def __call__(self, a, w, offs):
         b = w.transpose(-2, -1) if self.transposed else w
@@ -99,12 +127,61 @@ class GroupedGemm:
         for e, c in enumerate(counts):
             x = t.randn(c, k, device=dev, dtype=t.bfloat16, generator=g)
             a[at : at + c] = x
-            we = w[e].transpose(0, 1) if self.transposed else w[e]
-            want.append((at, (x.float() @ we.float())))
+            want.append((at, x.float() @ self.reference(w, e)))
             at += -(-c // self.align) * self.align
             ends.append(at)
         got = self(a, w, t.tensor(ends, device=dev, dtype=t.int32)).float()
-        return all(t.allclose(got[s : s + len(r)], r, atol=0.05, rtol=0.05) for s, r in want)
+        # within a tenth of each group's norm: FP8's rounding passes, a wrong layout does not
+        return all(
+            float((got[s : s + len(r)] - r).norm()) <= 0.1 * float(r.norm()) + 1e-3 for s, r in want
+        )
+
+
+class Fp8GroupedGemm(GroupedGemm):
+    """``torch._scaled_grouped_mm``: each row of tokens in FP8 with its own scale, each expert's
+    weights in FP8 with a scale an output channel (rowwise scaling, as DeepSeek's and the
+    engines' FP8 MoE kernels scale finer than a tensor)."""
+
+    name = "torch._scaled_grouped_mm"
+    #: (rows of a group padded to a multiple of, the rows' scales as a column) in the order tried.
+    OPTIONS = ((1, False), (16, False), (1, True), (16, True))
+
+    def choose(self, option) -> None:
+        self.align, self.column = option
+        self.transposed = True
+
+    def weight(self, experts: int, k: int, n: int, dev, scale: float):
+        t = self.t
+        return fp8_rows(t, t.randn(experts, n, k, device=dev, dtype=t.bfloat16).mul_(scale))
+
+    def reference(self, w, e: int):
+        w8, s = w
+        return (w8[e].float() * s[e][:, None]).transpose(0, 1)
+
+    def dense(self, a, w):
+        """``torch._scaled_mm`` of ``a``'s rows in FP8 (a scale a row) and ``w`` = (FP8
+        (n, k), a scale an output): a dense projection with the experts' scaling."""
+        t = self.t
+        w8, s = w
+        a8, sa = fp8_rows(t, a)
+        return t._scaled_mm(a8, w8.t(), sa[:, None], s[None, :], out_dtype=t.bfloat16)
+
+    def _agrees(self, dev) -> bool:
+        t = self.t
+        a = t.randn(5, 64, device=dev, dtype=t.bfloat16)
+        w = fp8_rows(t, t.randn(96, 64, device=dev, dtype=t.bfloat16))
+        want = a.float() @ (w[0].float() * w[1][:, None]).t()
+        got = self.dense(a, w).float()
+        return float((got - want).norm()) <= 0.1 * float(want.norm()) and super()._agrees(dev)
+
+    def __call__(self, a, w, offs):
+        t = self.t
+        w8, s = w
+        a8, sa = fp8_rows(t, a)
+        sa = sa[:, None] if self.column else sa
+        return t._scaled_grouped_mm(
+            a8, w8.transpose(-2, -1), sa, s, offs=offs, out_dtype=t.bfloat16
+        )
 
 
 class MoeDecoder(Decoder):
@@ -133,9 +210,19 @@ class MoeDecoder(Decoder):
             )  # fmt: skip
             for _ in range(self.layers)
         ]
+        self.fp8 = isinstance(gmm, Fp8GroupedGemm)
+        self.precision = "fp8" if self.fp8 else "bf16"
+        if self.fp8:  # the attention projections in FP8 too, (n, k) with a scale a row
+            for L in self.w:
+                for name in ("qkv", "o"):
+                    L[name] = fp8_rows(torch, L[name].transpose(0, 1))
         self.head = w(hidden, arch.vocab_size)
         self.norm = torch.ones(hidden, device=dev, dtype=bf)
         self.kv = None
+
+    def mm(self, a, w):
+        """An attention projection: BF16, or with ``--fp8`` the grouped GEMM's FP8 scaling."""
+        return self.gmm.dense(a, w) if self.fp8 else a @ w
 
     def kv_bytes(self, batch: int, cached: int) -> int:
         return 2 * self.layers * batch * self.hkv * cached * self.d * 2
@@ -237,8 +324,8 @@ def measure_steps(torch, m: MoeDecoder, out: Writer, args, free_bytes: int) -> N
         m.cache(batch, cached)
         x = torch.randn(batch, m.hidden, device=m.dev, dtype=bf)
         ms, g = graphed(torch, lambda x=x: m.forward(x, True), m.dev)
-        out.row(phase="decode", batch=batch, cached_tokens=cached, prompt_tokens=0,
-                latency_ms=round(ms, 4), cuda_graph=g)  # fmt: skip
+        out.row(phase="decode", precision=m.precision, batch=batch, cached_tokens=cached,
+                prompt_tokens=0, latency_ms=round(ms, 4), cuda_graph=g)  # fmt: skip
         m.cache(0, 0)
         del x
         if m.dev.type == "cuda":
@@ -246,8 +333,8 @@ def measure_steps(torch, m: MoeDecoder, out: Writer, args, free_bytes: int) -> N
     for n in prefill:
         x = torch.randn(n, m.hidden, device=m.dev, dtype=bf)
         ms, g = graphed(torch, lambda x=x: m.forward(x, False), m.dev)
-        out.row(phase="prefill", batch=1, cached_tokens=0, prompt_tokens=n,
-                latency_ms=round(ms, 4), cuda_graph=g)  # fmt: skip
+        out.row(phase="prefill", precision=m.precision, batch=1, cached_tokens=0,
+                prompt_tokens=n, latency_ms=round(ms, 4), cuda_graph=g)  # fmt: skip
         del x
         if m.dev.type == "cuda":
             torch.cuda.empty_cache()
@@ -261,8 +348,9 @@ def measure_experts(torch, m: MoeDecoder, out: Writer, args) -> None:
         idx = (torch.arange(n * m.k, device=m.dev) % m.E).view(n, m.k)
         weight = torch.full((n, m.k), 1.0 / m.k, device=m.dev)
         ms, g = graphed(torch, lambda h=h, w=weight, i=idx: m.experts(h, w, i, L), m.dev)
-        out.row(tokens=n, hidden_size=m.hidden, inter_size=m.ff, num_experts=m.E, topk=m.k,
-                distribution="balanced", latency_ms=round(ms, 4), cuda_graph=g)  # fmt: skip
+        out.row(precision=m.precision, tokens=n, hidden_size=m.hidden, inter_size=m.ff,
+                num_experts=m.E, topk=m.k, distribution="balanced", latency_ms=round(ms, 4),
+                cuda_graph=g)  # fmt: skip
 
 
 def main() -> int:
@@ -297,7 +385,7 @@ def main() -> int:
         return 2
     torch.manual_seed(0)
     name = torch.cuda.get_device_properties(dev).name if dev.type == "cuda" else "cpu"
-    gmm = GroupedGemm(torch, dev)
+    gmm = (Fp8GroupedGemm if args.fp8 else GroupedGemm)(torch, dev)
     head = {"device": name, "torch": torch.__version__, "cuda": torch.version.cuda,
             "model": args.model, "replays": REPLAYS, "grouped_gemm_transposed": gmm.transposed,
             "grouped_gemm_row_align": gmm.align}  # fmt: skip
@@ -305,10 +393,11 @@ def main() -> int:
     with torch.inference_mode():
         m = MoeDecoder(torch, arch, dev, gmm, args.layers)
         free = int(torch.cuda.mem_get_info(dev)[0] * 0.9) if dev.type == "cuda" else 1 << 40
-        fields = ["phase", "batch", "cached_tokens", "prompt_tokens", "latency_ms", "cuda_graph"]
+        fields = ["phase", "precision", "batch", "cached_tokens", "prompt_tokens", "latency_ms",
+                  "cuda_graph"]  # fmt: skip
         measure_steps(torch, m, Writer(args.out, head, fields), args, free)
         if args.experts_out:
-            fields = ["tokens", "hidden_size", "inter_size", "num_experts", "topk",
+            fields = ["precision", "tokens", "hidden_size", "inter_size", "num_experts", "topk",
                       "distribution", "latency_ms", "cuda_graph"]  # fmt: skip
             measure_experts(torch, m, Writer(args.experts_out, head, fields), args)
     return 0

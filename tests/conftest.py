@@ -23,10 +23,15 @@ import inference_econ as ie
 gc.set_threshold(2000, 10, 100)
 
 
+#: A measured step file's ``precision`` -> the (weight, activation, KV cache) bits it ran at.
+STEP_BITS = {"bf16": (16, 16, 16), "fp8": (8, 8, 16)}
+
+
 def measured_steps(name: str, assumptions="refined"):
     """A file of whole steps measured on GPUs (``tests/data/<name>``: decode steps and
-    one-prompt prefills on one GPU) with each step's time under ``assumptions``
-    (``predicted_ms``): a decode step as ``point`` prices it, a prefill as ``prefill_pass``."""
+    one-prompt prefills on one GPU; BF16 unless its ``precision`` column says) with each step's
+    time under ``assumptions`` (``predicted_ms``): a decode step as ``point`` prices it, a
+    prefill as ``prefill_pass``."""
     from pathlib import Path
 
     import pandas as pd
@@ -34,11 +39,13 @@ def measured_steps(name: str, assumptions="refined"):
     rows = pd.read_csv(Path(__file__).parent / "data" / name, comment="#")
     times = []
     for r in rows.itertuples():
+        w, a, kv = STEP_BITS[getattr(r, "precision", "bf16")]
+        bits = dict(weight_bits=w, activation_bits=a, kv_cache_bits=kv)
         if r.phase == "decode":
             p = ie.point(r.model, r.hardware, gpus=1, batch=r.batch, assumptions=assumptions,
-                         context_tokens=r.cached_tokens, discrete=True)  # fmt: skip
+                         context_tokens=r.cached_tokens, discrete=True, **bits)  # fmt: skip
         else:
-            s = ie.make_setting(r.model, r.hardware, assumptions=assumptions)
+            s = ie.make_setting(r.model, r.hardware, assumptions=assumptions, **bits)
             p = ie.prefill_pass(s, 1, r.prompt_tokens, batch=r.batch, discrete=True)
         times.append(p.latency_s * 1e3)
     return rows.assign(predicted_ms=times)
