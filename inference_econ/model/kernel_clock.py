@@ -249,11 +249,10 @@ class _Pricer:
 
     def _prefix(self, positions, prompt):
         """The cached positions before a prompt chunk of ``prompt`` tokens whose operation
-        holds ``positions`` (``Workload.effective_context``: the prefix, plus (S - 1)/2 where
-        a pass's tokens are charged their mean context)."""
-        if self.work.mean_context_over_pass:
-            positions = np.asarray(positions) - (prompt - 1.0) / 2.0
-        return np.maximum(positions, 0.0)
+        holds ``positions``: ``Workload.effective_context`` of the prefix, whatever that adds
+        to it taken back off."""
+        offset = self.work.effective_context(0.0, prompt)
+        return np.maximum(np.asarray(positions) - offset, 0.0)
 
     def _moe(self, op: Operation):
         s = op.shape
