@@ -11,9 +11,14 @@ is held at 80 % (90 %) when its measured value lies within ``predicted_low80 .. 
 tensor-parallel, dense) with the median 80 % width over the prediction, the median and 90th
 percentile of |predicted/measured - 1| and the median signed error, and by support status (in
 support, near, extrapolating). ``--clock engine`` predicts every figure on the engine clock
-(``kernel_tables`` False) instead of the clock ``compare-measured`` prices it by.
+(``kernel_tables`` False) instead of the clock ``compare-measured`` prices it by. ``--rows
+GROUP`` (a group's name as printed, or ``all``) also lists that group's figures one by one: the
+file and line, model, GPU, layout, input and output tokens, measured, predicted and signed error
+(what a row-by-row look at a group's lean starts from; ``operating_point.py`` takes the row's
+index, its line less 2).
 
     PYTHONPATH=. python benchmarks/overview_intervals.py [--files moe,moe_rest,dense] [--clock engine]
+        [--rows "MoE DP+EP Hopper"]
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--clock", choices=("rows", "engine"), default="rows", help="as priced, or the engine clock"
     )
+    parser.add_argument("--rows", metavar="GROUP", help="list a group's figures (or all)")
     args = parser.parse_args(argv)
     import pandas as pd
 
@@ -93,12 +99,65 @@ def main(argv=None) -> int:
     print(summary("group").to_string(index=False))
     print()
     print(summary("status").to_string(index=False))
+    if args.rows:
+        listed = listing(d, args.rows)
+        if listed is None:
+            groups = ", ".join(sorted(d["group"].unique()))
+            print(f"--rows: no group {args.rows!r}; give one of {groups}, or all", file=sys.stderr)
+            return 2
+        print()
+        print(listed.to_string(index=False))
     print(
         "\nIntervals: the shipped class table, calibrated on these figures' residuals too "
         "(in-sample); benchmarks/interval_coverage.py predicts each model's with its own left out"
     )
     print(f"\nCPU: {time.process_time() - start:.0f} s (this process)")
     return 0
+
+
+def listing(d, name: str):
+    """The figures of group ``name`` (``all``: every group) with their rows' lengths, sorted by
+    group, file and line; None where no figure is of that group."""
+    import pandas as pd
+
+    part = d if name == "all" else d[d["group"] == name]
+    if part.empty:
+        return None
+    lengths = {f: _lengths_by_line(f) for f in part["file"].unique()}
+    rows = part.sort_values(["group", "file", "row"])
+    at = [lengths[f][r] for f, r in zip(rows.file, rows.row)]
+    return pd.DataFrame(
+        {
+            "group": rows["group"],
+            "file": rows["file"],
+            "line": rows["row"],
+            "model": rows["model"],
+            "hardware": rows["hardware"],
+            "layout": rows["layout"],
+            "input": [i for i, _ in at],
+            "output": [o for _, o in at],
+            "measured": rows["measured"].map(lambda v: f"{v:,.0f}"),
+            "predicted": rows["predicted"].map(lambda v: f"{v:,.0f}"),
+            "error": rows["error"].map(lambda v: f"{v:+.3f}"),
+        }
+    )
+
+
+def _lengths_by_line(name: str) -> dict[int, tuple[str, str]]:
+    """(input_len, output_len) of each data row of overview file ``name`` by its line in the
+    file (the header is line 1), the line ``compare-measured``'s ``row`` column names."""
+    import csv
+
+    out = {}
+    with open(ROOT / "tests" / "data" / f"trtllm_perf_overview_{name}.csv", newline="") as f:
+        reader = csv.DictReader(f)
+        if reader.fieldnames is None:  # reading the header; none: an empty file
+            return out
+        start = reader.line_num + 1
+        for record in reader:
+            out[start] = (record["input_len"], record["output_len"])
+            start = reader.line_num + 1
+    return out
 
 
 def _is_moe(model: str) -> bool:
