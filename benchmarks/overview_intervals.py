@@ -11,14 +11,17 @@ is held at 80 % (90 %) when its measured value lies within ``predicted_low80 .. 
 tensor-parallel, dense) with the median 80 % width over the prediction, the median and 90th
 percentile of |predicted/measured - 1| and the median signed error, and by support status (in
 support, near, extrapolating). ``--clock engine`` predicts every figure on the engine clock
-(``kernel_tables`` False) instead of the clock ``compare-measured`` prices it by. ``--rows
-GROUP`` (a group's name as printed, or ``all``) also lists that group's figures one by one: the
-file and line, model, GPU, layout, input and output tokens, measured, predicted and signed error
-(what a row-by-row look at a group's lean starts from; ``operating_point.py`` takes the row's
-index, its line less 2).
+(``kernel_tables`` False) instead of the clock ``compare-measured`` prices it by.
+``--by-release`` also splits each group by the figure's release: ``earlier page`` where the 1.2
+page repeats digit for digit the figure its earlier version gives
+(``tests/data/trtllm_perf_overview_earlier.csv``), so it was measured on an earlier release,
+else ``re-measured``. ``--rows GROUP`` (a group's name as printed, or ``all``) also lists that
+group's figures one by one: the file and line, model, GPU, layout, input and output tokens,
+release, measured, predicted and signed error (what a row-by-row look at a group's lean starts
+from; ``operating_point.py`` takes the row's index, its line less 2).
 
     PYTHONPATH=. python benchmarks/overview_intervals.py [--files moe,moe_rest,dense] [--clock engine]
-        [--rows "MoE DP+EP Hopper"]
+        [--by-release] [--rows "MoE DP+EP Hopper"]
 """
 
 from __future__ import annotations
@@ -64,6 +67,11 @@ def main(argv=None) -> int:
         "--clock", choices=("rows", "engine"), default="rows", help="as priced, or the engine clock"
     )
     parser.add_argument("--rows", metavar="GROUP", help="list a group's figures (or all)")
+    parser.add_argument(
+        "--by-release",
+        action="store_true",
+        help="also split each group by whether its figure repeats the page's earlier version",
+    )
     args = parser.parse_args(argv)
     import pandas as pd
 
@@ -80,6 +88,11 @@ def main(argv=None) -> int:
     d["in90"] = (d.measured >= d.predicted_low90) & (d.measured <= d.predicted_high90)
     d["width80"] = (d.predicted_high80 - d.predicted_low80) / d.predicted
     d["status"] = d["support"].astype(str).str.split(" (", regex=False).str[0]
+    records = {f: _records_by_line(f) for f in d["file"].unique()}
+    raw = [records[f][r] for f, r in zip(d.file, d.row)]
+    d["input"] = [r["input_len"] for r in raw]
+    d["output"] = [r["output_len"] for r in raw]
+    d["release"] = [release(r) for r in raw]
 
     def summary(by: str) -> pd.DataFrame:
         rows = [(n, g) for n, g in d.groupby(by)] + [("all", d)]
@@ -99,6 +112,10 @@ def main(argv=None) -> int:
     print(summary("group").to_string(index=False))
     print()
     print(summary("status").to_string(index=False))
+    if args.by_release:
+        d["group, release"] = d["group"] + ", " + d["release"]
+        print()
+        print(summary("group, release").to_string(index=False))
     if args.rows:
         listed = listing(d, args.rows)
         if listed is None:
@@ -116,16 +133,14 @@ def main(argv=None) -> int:
 
 
 def listing(d, name: str):
-    """The figures of group ``name`` (``all``: every group) with their rows' lengths, sorted by
-    group, file and line; None where no figure is of that group."""
+    """The figures of group ``name`` (``all``: every group) with their rows' lengths and release
+    (``release``), sorted by group, file and line; None where no figure is of that group."""
     import pandas as pd
 
     part = d if name == "all" else d[d["group"] == name]
     if part.empty:
         return None
-    lengths = {f: _lengths_by_line(f) for f in part["file"].unique()}
     rows = part.sort_values(["group", "file", "row"])
-    at = [lengths[f][r] for f, r in zip(rows.file, rows.row)]
     return pd.DataFrame(
         {
             "group": rows["group"],
@@ -134,8 +149,9 @@ def listing(d, name: str):
             "model": rows["model"],
             "hardware": rows["hardware"],
             "layout": rows["layout"],
-            "input": [i for i, _ in at],
-            "output": [o for _, o in at],
+            "input": rows["input"],
+            "output": rows["output"],
+            "release": rows["release"],
             "measured": rows["measured"].map(lambda v: f"{v:,.0f}"),
             "predicted": rows["predicted"].map(lambda v: f"{v:,.0f}"),
             "error": rows["error"].map(lambda v: f"{v:+.3f}"),
@@ -143,21 +159,51 @@ def listing(d, name: str):
     )
 
 
-def _lengths_by_line(name: str) -> dict[int, tuple[str, str]]:
-    """(input_len, output_len) of each data row of overview file ``name`` by its line in the
-    file (the header is line 1), the line ``compare-measured``'s ``row`` column names."""
+def _records_by_line(name: str) -> dict[int, dict]:
+    """Each data row of overview file ``name`` as the CSV gives it, by its line in the file (the
+    header is line 1), the line ``compare-measured``'s ``row`` column names."""
+    return _read_by_line(ROOT / "tests" / "data" / f"trtllm_perf_overview_{name}.csv")
+
+
+def _read_by_line(path) -> dict[int, dict]:
     import csv
 
     out = {}
-    with open(ROOT / "tests" / "data" / f"trtllm_perf_overview_{name}.csv", newline="") as f:
+    with open(path, newline="") as f:
         reader = csv.DictReader(f)
         if reader.fieldnames is None:  # reading the header; none: an empty file
             return out
         start = reader.line_num + 1
         for record in reader:
-            out[start] = (record["input_len"], record["output_len"])
+            out[start] = record
             start = reader.line_num + 1
     return out
+
+
+#: The key of a figure on the page: its model, GPU, layout and lengths as the CSVs write them.
+KEY = ("model", "hardware", "parallelism", "input_len", "output_len")
+
+
+def release(record: dict) -> str:
+    """``earlier page`` where the figure repeats, digit for digit, the one the page's earlier
+    version gives for the same model, GPU, layout and lengths
+    (``tests/data/trtllm_perf_overview_earlier.csv``): carried over, measured on an earlier
+    release than the page's; else ``re-measured`` (changed, or not on the earlier page)."""
+    earlier = _earlier_figures()
+    same = earlier.get(tuple(record[k] for k in KEY)) == record["value"]
+    return "earlier page" if same else "re-measured"
+
+
+_EARLIER: dict = {}
+
+
+def _earlier_figures() -> dict:
+    """The earlier version's figures by ``KEY`` (read once)."""
+    if not _EARLIER:
+        path = ROOT / "tests" / "data" / "trtllm_perf_overview_earlier.csv"
+        for r in _read_by_line(path).values():
+            _EARLIER[tuple(r[k] for k in KEY)] = r["value"]
+    return _EARLIER
 
 
 def _is_moe(model: str) -> bool:
