@@ -60,6 +60,10 @@ def group(row) -> str:
     return f"MoE DP+EP {gen}" if "attn-DP" in str(row["layout"]) else f"MoE TP {gen}"
 
 
+#: Every group ``group`` names.
+GROUPS = ("MoE DP+EP Blackwell", "MoE DP+EP Hopper", "MoE TP Blackwell", "MoE TP Hopper", "dense")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", default="moe,moe_rest,dense", help="overview files, by suffix")
@@ -73,6 +77,12 @@ def main(argv=None) -> int:
         help="also split each group by whether its figure repeats the page's earlier version",
     )
     args = parser.parse_args(argv)
+    if args.rows is not None and args.rows not in (*GROUPS, "all"):
+        print(
+            f"--rows: no group {args.rows!r}; give one of {', '.join(GROUPS)}, or all",
+            file=sys.stderr,
+        )
+        return 2
     import pandas as pd
 
     start = time.process_time()
@@ -118,12 +128,8 @@ def main(argv=None) -> int:
         print(summary("group, release").to_string(index=False))
     if args.rows:
         listed = listing(d, args.rows)
-        if listed is None:
-            groups = ", ".join(sorted(d["group"].unique()))
-            print(f"--rows: no group {args.rows!r}; give one of {groups}, or all", file=sys.stderr)
-            return 2
         print()
-        print(listed.to_string(index=False))
+        print(listed.to_string(index=False) if listed is not None else f"no figure of {args.rows}")
     print(
         "\nIntervals: the shipped class table, calibrated on these figures' residuals too "
         "(in-sample); benchmarks/interval_coverage.py predicts each model's with its own left out"
@@ -166,18 +172,12 @@ def _records_by_line(name: str) -> dict[int, dict]:
 
 
 def _read_by_line(path) -> dict[int, dict]:
-    import csv
+    """A CSV file's rows as dicts by the line each starts on, by the rules ``compare-measured``
+    reads them with (``specs.inputs.csv_rows``: blank rows left out, the header line 1)."""
+    from inference_econ.specs.inputs import csv_rows
 
-    out = {}
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        if reader.fieldnames is None:  # reading the header; none: an empty file
-            return out
-        start = reader.line_num + 1
-        for record in reader:
-            out[start] = record
-            start = reader.line_num + 1
-    return out
+    header, rows = csv_rows(path)
+    return {line: dict(zip(header, cells)) for line, cells in rows}
 
 
 #: The key of a figure on the page: its model, GPU, layout and lengths as the CSVs write them.
@@ -188,9 +188,10 @@ def release(record: dict) -> str:
     """``earlier page`` where the figure repeats, digit for digit, the one the page's earlier
     version gives for the same model, GPU, layout and lengths
     (``tests/data/trtllm_perf_overview_earlier.csv``): carried over, measured on an earlier
-    release than the page's; else ``re-measured`` (changed, or not on the earlier page)."""
-    earlier = _earlier_figures()
-    same = earlier.get(tuple(record[k] for k in KEY)) == record["value"]
+    release than the page's; else ``re-measured`` (changed, or new: not on the earlier page at
+    that layout)."""
+    earlier = _earlier_figures().get(tuple(record[k] for k in KEY))
+    same = earlier is not None and float(earlier) == float(record["value"])
     return "earlier page" if same else "re-measured"
 
 
