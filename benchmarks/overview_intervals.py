@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from functools import lru_cache
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package
@@ -195,16 +196,11 @@ def release(record: dict) -> str:
     return "earlier page" if same else "re-measured"
 
 
-_EARLIER: dict = {}
-
-
+@lru_cache(maxsize=1)
 def _earlier_figures() -> dict:
     """The earlier version's figures by ``KEY`` (read once)."""
-    if not _EARLIER:
-        path = ROOT / "tests" / "data" / "trtllm_perf_overview_earlier.csv"
-        for r in _read_by_line(path).values():
-            _EARLIER[tuple(r[k] for k in KEY)] = r["value"]
-    return _EARLIER
+    path = ROOT / "tests" / "data" / "trtllm_perf_overview_earlier.csv"
+    return {tuple(r[k] for k in KEY): r["value"] for r in _read_by_line(path).values()}
 
 
 def _is_moe(model: str) -> bool:
