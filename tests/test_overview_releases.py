@@ -79,17 +79,11 @@ def test_the_script_reads_each_figure_at_the_line_compare_measured_names():
         by_line = script._records_by_line(name)
         lines = [r.row for r in load_measured(DATA / f"trtllm_perf_overview_{name}.csv")]
         assert sorted(by_line) == sorted(lines)
-    deepseek = script._records_by_line("moe")[10]
-    assert (deepseek["model"], deepseek["hardware"], deepseek["value"]) == (
-        "DeepSeek-R1",
-        "H200",
-        "1620",
+    cases = (
+        ("moe", 10, ("DeepSeek-R1", "H200", "1620"), "earlier page"),
+        ("moe_rest", 15, ("gpt-oss-20b", "H200", "13890"), "re-measured"),
     )
-    assert script.release(deepseek) == "earlier page"
-    gpt_oss = script._records_by_line("moe_rest")[15]
-    assert (gpt_oss["model"], gpt_oss["hardware"], gpt_oss["value"]) == (
-        "gpt-oss-20b",
-        "H200",
-        "13890",
-    )
-    assert script.release(gpt_oss) == "re-measured"
+    for name, line, figure, release in cases:
+        record = script._records_by_line(name)[line]
+        assert (record["model"], record["hardware"], record["value"]) == figure
+        assert script.release(record) == release
