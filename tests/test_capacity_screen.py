@@ -406,3 +406,35 @@ def test_instances_added_by_the_full_load_run_are_the_tables_and_say_why():
     assert chosen["usd_per_hour"] == pytest.approx(plan.result.usd_per_hour)
     assert any("as the search sized it, missed the targets" in n and "load outgrows" in n
                for n in plan.notes)  # fmt: skip
+
+
+@pytest.mark.parametrize("max_gpus", [1, 2])
+def test_a_confident_plan_past_max_gpus_says_so_and_the_screened_search_agrees(max_gpus):
+    """On the first ask the expected plan is 1 x 1 H100 and the confident plan 2 x 1 H100
+    (above). Within ``--max-gpus 2`` that stands; within 1 it is past the limit and no
+    candidate of one GPU holds the load at the 90 % interval's low end, so the plan's note
+    says so rather than the limit being passed silently; the screened search gives the full
+    search's confident plan either way."""
+    settings = [
+        make_setting("Llama 3 8B", g, assumptions="achievable", max_gpus=max_gpus)
+        for g in ("H100", "H200")
+    ]
+    rate, prompts, outputs, targets = ASKS[0]
+    traffic = make_traffic(rate, prompts, outputs, requests=200, seed=1)
+    found = []
+    for screen in (False, True):
+        load_search.clear_runs()
+        plan = capacity.cheapest_deployment(
+            settings, traffic, targets, sizes=[1, 2], max_gpus=max_gpus, screen=screen
+        )
+        assert plan.deployment.gpus <= max_gpus
+        found.append(confident.confident_plan(plan, 0.9, None, settings, traffic).confident)
+    a, b = found
+    assert (a.deployment, a.hardware, a.usd_per_hour, a.note) == (
+        b.deployment, b.hardware, b.usd_per_hour, b.note
+    )  # fmt: skip
+    assert a.deployment.gpus == 2 and a.usd_per_hour == pytest.approx(4.2)
+    if max_gpus == 1:
+        assert a.note.startswith("2 GPUs, over --max-gpus 1: no candidate searched in full")
+    else:
+        assert a.note == ""

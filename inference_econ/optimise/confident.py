@@ -48,7 +48,9 @@ def with_odds(
     ideal ``bound`` beside it. ``confidence`` is 0.8 or 0.9 (the levels the intervals have).
     With the searched ``settings``, every co-located candidate searched in full is sized at
     its own interval's low end and the cheapest is taken (another size or GPU may need fewer
-    extra instances than the expected plan's); without, the expected plan's is scaled."""
+    extra instances than the expected plan's); without, the expected plan's is scaled. None
+    past ``--max-gpus`` is taken, unless the expected plan's scaled one is the only plan: its
+    note then says so."""
     level = int(round(100 * confidence))
     if level not in LEVELS:
         raise SpecError(
@@ -82,6 +84,8 @@ def with_odds(
     usd = r.usd_per_hour * grow
     held = plan.max_rate_per_s * factor * grow
     best = (usd, -held, deployment.gpus)
+    cap = _max_gpus(plan, settings)
+    over = _over(deployment, cap)  # any candidate within --max-gpus ranks before it
     confident = Confident(
         level, deployment, factor, held, usd, r.usd_per_m_output_tokens_all_in * grow, note
     )
@@ -89,8 +93,10 @@ def with_odds(
         for option in _confident_options(plan, level, settings):
             c_usd, c_held, c_deployment, c_factor, hardware = option
             key = (c_usd, -c_held, c_deployment.gpus)
-            if c_usd >= r.usd_per_hour - 1e-9 and _ranks_before(key, best):
-                best = key
+            if _over(c_deployment, cap) or c_usd < r.usd_per_hour - 1e-9:
+                continue
+            if over or _ranks_before(key, best):
+                best, over = key, False
                 mtok = r.usd_per_m_output_tokens_all_in * c_usd / r.usd_per_hour
                 same = (
                     not d.disaggregated
@@ -101,9 +107,25 @@ def with_odds(
                     level, c_deployment, c_factor, c_held, c_usd, mtok, "",
                     None if same else hardware,
                 )  # fmt: skip
+    if over:
+        confident = dataclasses.replace(
+            confident,
+            note=f"{confident.deployment.gpus} GPUs, over --max-gpus {cap}: no candidate "
+            f"searched in full holds the targets at the {level} % interval's low end within it",
+        )
     support, extrapolates = _support(plan, confident, settings)
     confident = dataclasses.replace(confident, support=support, extrapolates=extrapolates)
     return dataclasses.replace(plan, confident=confident, bound=bound)
+
+
+def _max_gpus(plan: CapacityPlan, settings) -> int | None:
+    """The most GPUs a deployment may have in all (``--max-gpus``; None: no limit)."""
+    return (settings[0] if settings else plan.setting).max_gpus
+
+
+def _over(deployment: Deployment, cap: int | None) -> bool:
+    """Whether ``deployment`` has more GPUs in all than ``--max-gpus`` allows."""
+    return cap is not None and deployment.gpus > cap
 
 
 def _support(plan: CapacityPlan, confident: Confident, settings) -> tuple[str, str]:
@@ -215,11 +237,13 @@ def confident_plan(
         # a candidate not searched in full whose confident plan could be no dearer: a tie is
         # decided by the load held, which only its full search gives (as the full search's
         # plan decides it), so ties are searched too
-        bar = odds.confident.usd_per_hour
+        # a confident plan over --max-gpus ranks after any within it: every candidate hopes
+        over = _over(odds.confident.deployment, max_gpus)
+        bar = math.inf if over else odds.confident.usd_per_hour
         hopes = [
             h
             for h in _confident_hopes(plan, level, settings)
-            if _could_rank_first(h, odds.confident) and (h[1], h[2]) not in ruled_out
+            if (over or _could_rank_first(h, odds.confident)) and (h[1], h[2]) not in ruled_out
         ]
         if not hopes:
             return odds
@@ -327,7 +351,8 @@ def _confident_need(
     """The least load one instance of ``size`` GPUs of ``setting`` must hold for its plan at
     ``level`` % confidence (``_confident_options``: as many instances as the interval's low
     end needs) to rank no lower than the confident plan (``bar`` $/hour, ``best_held``
-    req/s at its low end): the most instances at that price, each holding its share at the
+    req/s at its low end; ``bar`` infinite where that plan is past ``max_gpus``, so any
+    count within it ranks first): the most instances at that price, each holding its share at the
     low end; where that count costs the same as the plan (a tie, ranked by the load held,
     ``with_odds``), its instances must also hold ``best_held`` at the low end, unless one
     instance fewer (cheaper, so ranked first) holds the load; taken a millionth lower
@@ -339,10 +364,10 @@ def _confident_need(
     never falls, as ``per`` grows: below this load every count the candidate can take costs
     more than the plan, or as much holding less."""
     each = size * setting.gpu.price_usd_per_hour
-    count = math.floor((bar + 1e-9) / each)
+    count = math.floor((bar + 1e-9) / each) if math.isfinite(bar) else None
     if max_gpus is not None:
-        count = min(count, max_gpus // size)
-    if count < 1:
+        count = max_gpus // size if count is None else min(count, max_gpus // size)
+    if count is None or count < 1:
         return None
     factor = _confident_factor(plan, level, setting, size, 1.0)
     need = plan.rate_per_s / (factor * count)
