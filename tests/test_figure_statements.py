@@ -182,10 +182,18 @@ def test_layout_states_partial_attention_data_parallelism():
         text: ie.simulate_load("DeepSeek-V3", "H200", **load, layout=text).layout
         for text in ("TP8 DP2 attn-DP", "TP8 attn-DP")
     }
+    rule = "experts EP8 from micro-batches of 64 sequences, tensor-split below"  # §A5's
     assert runs == {
-        "TP8 DP2 attn-DP": "8 GPUs: TP8 (attention TP4), PP1, 1-D",
-        "TP8 attn-DP": "8 GPUs: TP8 (attention TP1), PP1, 1-D",
+        "TP8 DP2 attn-DP": f"8 GPUs: TP8 (attention TP4), PP1, 1-D, {rule}",
+        "TP8 attn-DP": f"8 GPUs: TP8 (attention TP1), PP1, 1-D, {rule}",
     }
+    # a stated expert degree places the experts so at every batch, and the layout says so
+    for text, experts in (
+        ("TP8 EP8 attn-DP", "experts EP8"),
+        ("TP8 EP1", "experts tensor-split (EP1)"),
+    ):
+        layout = ie.simulate_load("DeepSeek-V3", "H200", **load, layout=text).layout
+        assert layout.endswith(f"PP1, 1-D, {experts}"), (text, layout)
     # TensorRT-LLM's enable_attention_dp is every GPU attending alone or none: not two ranks
     load["engine"] = "trtllm"
     with pytest.raises(
@@ -193,7 +201,7 @@ def test_layout_states_partial_attention_data_parallelism():
     ):
         ie.simulate_load("DeepSeek-V3", "H200", **load, layout="TP8 DP2 attn-DP")
     assert ie.simulate_load("DeepSeek-V3", "H200", **load, layout="TP8 attn-DP").layout == (
-        "8 GPUs: TP8 (attention TP1), PP1, 1-D"
+        f"8 GPUs: TP8 (attention TP1), PP1, 1-D, {rule}"
     )
 
 

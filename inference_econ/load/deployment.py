@@ -381,7 +381,7 @@ def simulate_disaggregated(
         rate_per_s=traffic.offered_rate_per_s,
         scale=d.instances,
         gpus=(d.gpus_per_instance, d.instances, d.prefill_gpus_per_instance, d.prefill_instances),
-        layout=f"prefill [{pre.layout.describe()}] + decode [{dec.layout.describe()}]",
+        layout=f"prefill [{pre.described()}] + decode [{dec.described()}]",
         seed=traffic.seed,
         notes=(*traffic.input_notes, *_disaggregated_notes(d, config)),
         router=config.router if d.prefill_instances > 1 else "random",
@@ -466,7 +466,7 @@ def simulate_prefill_pool(
     s = traffic.stream(instances)
     prompts = Arrivals(s.arrival_s, s.prompt_tokens, np.ones_like(s.output_tokens))
     result = serve(inst, Run(traffic, instances, requests=prompts), targets).result
-    return dataclasses.replace(result, layout=f"prefill pool [{inst.layout.describe()}]")
+    return dataclasses.replace(result, layout=f"prefill pool [{inst.described()}]")
 
 
 def simulate_decode_pool(
@@ -496,7 +496,7 @@ def simulate_decode_pool(
         rate_per_s=traffic.offered_rate_per_s,
         scale=instances,
         gpus=(gpus, instances, 0, 0),
-        layout=f"decode pool [{inst.layout.describe()}]",
+        layout=f"decode pool [{inst.described()}]",
         seed=traffic.seed,
         notes=traffic.input_notes,
     )

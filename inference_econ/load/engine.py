@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InfeasibleError, SpecError, short
-from ..model.latency import StepModel, prefill_step_model
+from ..model.latency import StepModel, experts_placement, prefill_step_model
 from ..model.mixed_step import (
     EngineLayout,
     StepTable,
@@ -515,6 +515,16 @@ class Instance:
     def windowed(self) -> bool:
         """Some layer group attends to a sliding window (its positions stop growing)."""
         return any(math.isfinite(g.window) for g in self.work.groups)
+
+    def described(self) -> str:
+        """The layout as a run states it (``EngineLayout.describe``), with where a mixture of
+        experts places its experts (``experts_placement``)."""
+        experts = experts_placement(
+            self.work,
+            self.layout.tensor_degree,
+            self.setting.assumptions.expert_parallel_min_batch_per_sparsity,
+        )
+        return self.layout.describe() + (f", {experts}" if experts else "")
 
     def idle_copies_notes(self) -> list[str]:
         """A line where the setting holds redundant experts but this layout splits no MoE

@@ -619,7 +619,7 @@ def assemble(setup: RunSetup, measured: Measured) -> LoadResult:
         model=instance.setting.model.name,
         hardware=setup.hardware,
         assumptions=instance.setting.assumptions.label,
-        layout=setup.layout or instance.layout.describe(),
+        layout=setup.layout or instance.described(),
         gpus_per_instance=per_instance,
         instances=count,
         traffic=setup.traffic,

@@ -47,6 +47,7 @@ from .step_calls import (
     overlapped_terms,
     total_terms_s,
     total_time_s,
+    whole_expert_degrees,
 )
 from .values import Floats, add_into, maximum_into, minimum_into
 from .workload import Workload, compile_workload
@@ -634,6 +635,24 @@ def stated_experts(assumptions, split: bool | None):
         return assumptions
     least = 0.0 if split else NO_EXPERT_PARALLEL
     return assumptions.replace(expert_parallel_min_batch_per_sparsity=least)
+
+
+def experts_placement(work: Workload, t: int, least_per_sparsity: float) -> str:
+    """Where a layout of tensor degree ``t`` places a mixture of experts' routed experts
+    (§A5), as a layout's description ends: "experts EP8" (split over the group at every
+    micro-batch), "experts EP8 from micro-batches of 32 sequences, tensor-split below" (§A5's
+    rule), "experts tensor-split (EP1)"; "" for a dense model or one GPU a stage."""
+    groups = [g for g in work.groups if g.experts > 1]
+    degrees = sorted(whole_expert_degrees([g.experts for g in groups], t))
+    if not degrees or t <= 1:
+        return ""
+    if degrees[-1] <= 1 or least_per_sparsity >= NO_EXPERT_PARALLEL:
+        return "experts tensor-split (EP1)"
+    split = "experts " + "/".join(f"EP{d}" for d in degrees)
+    if least_per_sparsity <= 0.0:
+        return split
+    least = min(least_per_sparsity * g.sparsity for g in groups)
+    return f"{split} from micro-batches of {least:g} sequences, tensor-split below"
 
 
 def engine_attention_degrees(degrees: list[int], t: int, features) -> list[int]:
