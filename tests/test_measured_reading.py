@@ -361,6 +361,26 @@ def test_a_per_gpu_unit_divides_the_prediction(tmp_path):
     assert table.status[3].startswith("unresolved: unit: 'output tok/s (system)' says per system")
 
 
+def test_a_rate_in_a_unit_that_counts_nothing_and_a_count_in_words_are_refused(tmp_path):
+    """A throughput in 'furlongs' had been compared as tokens/s (a silently wrong error); a
+    GPU count in words had been called "not stated". Each row is refused with its reason,
+    and a unit that names what it counts still reads."""
+    total = v50_lines(OFFLINE)[0]
+    rows = [
+        edited(total, unit="furlongs")[0],
+        edited(total, unit="req/s")[0],
+        edited(total, n_gpus="eight")[0],
+        total,
+    ]
+    status = [r.status for r in load_measured(write(tmp_path, rows))]
+    assert status[0] == (
+        "unresolved: unit 'furlongs' of 'throughput_total' names no tokens, requests, queries, "
+        "samples or sequences (give one such as tok/s, output tok/s per GPU or req/s)"
+    ), status[0]
+    assert status[1] == status[3] == "ok"
+    assert status[2].startswith("unresolved: n_gpus 'eight' is not a number: give --gpus N")
+
+
 def test_per_node_input_throughput_is_read(tmp_path):
     line, header = edited(
         v50_lines(OFFLINE)[0],

@@ -406,9 +406,9 @@ def _row(path: Path, line: int, rec: dict, parent: int | None) -> MeasuredRow:
     gpu, count, why = hardware_of(str(rec["hardware"]))
     if gpus is None:
         if count is None:
+            said = "is not stated" if sem.is_missing(rec["n_gpus"]) else "is not a number"
             return MeasuredRow(
-                status=f"unresolved: n_gpus {str(rec['n_gpus'])!r} is not stated"
-                f"{_how_to_state(rec)}",
+                status=f"unresolved: n_gpus {str(rec['n_gpus'])!r} {said}{_how_to_state(rec)}",
                 **base,
             )
         base["gpus"] = gpus = int(
@@ -480,6 +480,8 @@ def _problem(rec: dict, metric, value) -> str:
         return f"unit {rec['unit']!r} of a latency is not ms, s or us"
     if not sem.is_time(metric.quantity) and not metric.micro and first in ("ms", "s", "us"):
         return f"unit {rec['unit']!r} is a time but {rec['metric']!r} is not a latency"
+    if not sem.is_time(metric.quantity) and not metric.micro:
+        return sem.rate_unit_problem(rec["unit"], rec["metric"])
     return ""
 
 

@@ -130,6 +130,23 @@ def is_time(quantity: str) -> bool:
     return quantity in TIME_QUANTITIES or quantity.rsplit("_", 1)[0] in TIME_QUANTITIES
 
 
+#: Words one of which the unit of a rate or a count names (tokens, requests, queries,
+#: samples, sequences, streams, users): "output tok/s per GPU", "req/s", "sequences (system)".
+RATE_UNIT_WORDS = re.compile(r"tok|req|quer|sampl|seq|stream|user")
+
+
+def rate_unit_problem(unit: str, metric_name: str) -> str:
+    """Why ``unit`` cannot be the unit of an end-to-end rate or count (``RATE_UNIT_WORDS``
+    names none of what such a figure counts), or "": a unit the row's value cannot be read in
+    is refused, not taken as tokens/s."""
+    if RATE_UNIT_WORDS.search(str(unit).lower()):
+        return ""
+    return (
+        f"unit {unit!r} of {metric_name!r} names no tokens, requests, queries, samples or "
+        "sequences (give one such as tok/s, output tok/s per GPU or req/s)"
+    )
+
+
 #: Quantities a "per GPU" or "per node" figure divides (throughputs and in-flight requests).
 DIVISIBLE = (*RATES, "streams")
 
