@@ -379,6 +379,14 @@ def test_a_rate_in_a_unit_that_counts_nothing_and_a_count_in_words_are_refused(t
     ), status[0]
     assert status[1] == status[3] == "ok"
     assert status[2].startswith("unresolved: n_gpus 'eight' is not a number: give --gpus N")
+    # a row of no dataset that states no lengths says which columns to fill in
+    header = "model,hardware,n_gpus,metric,value,unit,precision"
+    bare = tmp_path / "bare.csv"
+    bare.write_text(f"{header}\nLlama 3.1 8B,H200,1,throughput,5000,tok/s,FP8\n")
+    assert load_measured(bare)[0].status == (
+        "unresolved: input_len and output_len are not given: give the tokens of a prompt and "
+        "of an output"
+    )
 
 
 def test_per_node_input_throughput_is_read(tmp_path):

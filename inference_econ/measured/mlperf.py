@@ -210,6 +210,8 @@ def lengths_of(input_text, output_text, benchmark: Benchmark | None = None) -> L
     if data is None:
         if row_in is not None and row_out is not None:
             return uniform_lengths(max(row_in[0], 1.0), row_out[0], row_in[1], row_out[1])
+        if not str(input_text).strip() and not str(output_text).strip():
+            return "input_len and output_len are not given: give the tokens of a prompt and of an output"
         return f"cannot read lengths {str(input_text)!r} / {str(output_text)!r}"
     if row_in is None and row_out is None and data.lengths() is not None:
         return data.lengths()
