@@ -166,7 +166,7 @@ def test_model_errors_name_file_field_and_fix():
     misspelt = {**{k: v for k, v in MODEL_OK.items() if k != "layers"}, "layres": 4}
     e = _err(lambda: architecture_from_dict(misspelt, "m.yaml"))
     assert e.field == "layers" and "is missing" in str(e)
-    assert "the file's 'layres' is read by nothing: is it this one misspelt?" in str(e)
+    assert "'layres' beside it is read by nothing: is it this one misspelt?" in str(e)
     e = _err(
         lambda: architecture_from_dict(
             {**MODEL_OK, "ffn": {"d_ff": 10, "experts": 4, "active_experts": 8}}, "m.yaml"

@@ -57,7 +57,10 @@ class Reader:
         close = difflib.get_close_matches(key, others, n=1, cutoff=0.75)
         if not close:
             return "this field is required"
-        return f"this field is required; the file's {close[0]!r} is read by nothing: is it this one misspelt?"
+        return (
+            f"this field is required; {close[0]!r} beside it is read by nothing: is it this one "
+            "misspelt?"
+        )
 
     def number(
         self,
