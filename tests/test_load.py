@@ -1076,6 +1076,23 @@ def test_cli_simulate_and_capacity(tmp_path):
     )
 
 
+def test_the_most_load_says_which_loads_miss_by_falling_behind():
+    """With a TTFT limit of ten minutes every p99 of a short run is within it, so the loads
+    above the most a GPU holds miss by falling behind alone: the table's "no" is explained."""
+    from inference_econ.cli.capacity_commands import _max_load_text
+
+    result = ie.max_load(
+        "Llama 3 8B", "H100", gpus=1, input_lengths="500", output_lengths="50",
+        slo_ttft_p99_s=600, requests=200,
+    )  # fmt: skip
+    runs = [*result.knee.evaluated, *result.curve]
+    behind = sorted({r.rate_per_s for r in runs if not r.stable})
+    assert behind and all(r.targets.met(r.p99) for r in runs)  # no p99 says why
+    assert min(behind) > result.max_rate_per_s
+    note = next(t for t in _max_load_text(result, "table").splitlines() if "falling behind" in t)
+    assert note.startswith(f"At {', '.join(f'{x:.3g}' for x in behind)} req/s the runs miss")
+
+
 def test_cli_frontier_under_load():
     code, out, _ = _run(
         "frontier",

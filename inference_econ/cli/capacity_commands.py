@@ -638,10 +638,31 @@ def _max_load_text(result, fmt: str) -> str:
     )
     notes = [
         *filter(None, [load_coverage_note(at)] if at.setting else []),
+        *_behind_note(result),
         *notes,
     ]
     table = ranged_columns(df[cols])
     return line + "\n" + render(table, fmt, title=title, notes=notes, meta=at.metadata())
+
+
+def _behind_note(result) -> list[str]:
+    """A line naming the loads whose runs miss the targets by falling behind (their backlog
+    grows, ``LoadResult.stable`` false) while every p99 is within its limit: the table's
+    p99s alone do not say why such a row reads "no"."""
+    runs = {r.rate_per_s: r for r in (*result.knee.evaluated, *result.curve)}
+    behind = [
+        r.rate_per_s
+        for r in runs.values()
+        if r.meets_targets is False and not r.stable and r.rejected == 0
+        and result.targets.met(r.p99)
+    ]  # fmt: skip
+    if not behind:
+        return []
+    return [
+        f"At {', '.join(f'{x:.3g}' for x in sorted(behind))} req/s the runs miss the targets "
+        "by falling behind the load (the deployment serves less than is offered, its queue "
+        "grows; `stable` false in --format csv), though each p99 is within its limit."
+    ]
 
 
 def slo_frontier(model, hardware, values: dict, load: dict, fmt: str, quiet: bool = False) -> str:
