@@ -25,7 +25,8 @@ CLOCK_NOTES = {
     "per-sequence host work (0 where the runtime overlaps it with the GPU)",
     "kernels": "kernels: each operation at its measured kernel's time (TensorRT-LLM 1.3.0rc20 "
     "and NCCL tables, interpolated; physics fitted to them on a GPU without), one after "
-    "another; launches inside a CUDA graph cost nothing apart; host work as the engine's",
+    "another; launches inside a CUDA graph cost nothing apart; host work as the engine clock "
+    "charges it",
 }
 
 
