@@ -612,7 +612,7 @@ def test_compare_measured_csv_has_the_documented_columns_and_its_inputs(tmp_path
     csv = CliRunner().invoke(main, [*args, "--format", "csv"]).stdout.splitlines()
     assert csv[0].startswith("# Computed with: assumptions achievable") and "engine vllm" in csv[0]
     assert "measured_public_sample.csv" in csv[0]
-    header = "row,source,source_group,model,hardware,n_gpus,metric,scenario,unit,measured,"
+    header = "row,source,source_group,model,hardware,n_gpus,metric,scenario,lengths,unit,measured,"
     ends = "predicted_low80,predicted_high80,predicted_low90,predicted_high90,support,"  # expected
     assert csv[1] == header + "predicted," + ends + "error,status,kind,layout,engine,beats_bound"
     data = json.loads(CliRunner().invoke(main, [*args, "--format", "json"]).stdout)

@@ -432,6 +432,7 @@ def _table(rows, predicted, labels, status, base, engines):
         "n_gpus": [r.gpus for r in rows],
         "metric": [r.metric_text for r in rows],
         "scenario": [r.scenario or ("micro" if r.kind == "micro" else "") for r in rows],
+        "lengths": [_lengths_label(r.lengths) for r in rows],
         "unit": [r.unit for r in rows],
         "measured": measured,
         "predicted": pred,
@@ -444,6 +445,14 @@ def _table(rows, predicted, labels, status, base, engines):
         "beats_bound": pd.array(beats if base.engine is None else [None] * n, dtype="boolean"),
     }
     return pd.DataFrame(columns)
+
+
+def _lengths_label(lengths) -> str:
+    """A row's mean prompt and output tokens as its table shows them ("1024/8192"); "" where
+    it has none read (a micro-benchmark, an unresolved row)."""
+    if lengths is None:
+        return ""
+    return f"{lengths.input_mean:.6g}/{lengths.output_mean:.6g}"
 
 
 @lru_cache(maxsize=1024)
