@@ -97,22 +97,30 @@ def _whole(value, name: str, minimum: int) -> None:
         raise SpecError("argument", name, f"is {value!r}", f"expected a whole number >= {minimum}")
 
 
+@functools.lru_cache(maxsize=64)
+def mean_lengths(traffic: Traffic) -> tuple[float, float]:
+    """The mean prompt and output tokens of the traffic's requests (``Traffic.stream``), drawn
+    once for a run's several readers: a run of sessions takes longer to draw than to serve."""
+    s = traffic.stream()
+    return float(np.mean(s.prompt_tokens)), float(np.mean(s.output_tokens))
+
+
 def reference_context(traffic: Traffic) -> float:
     """Mean prompt plus half the mean output of the traffic: the context the layout is chosen
     at (rounded, so that nearby traffics share instances)."""
-    s = traffic.stream()
-    mean = float(np.mean(s.prompt_tokens) + np.mean(s.output_tokens) / 2.0)
+    prompt, output = mean_lengths(traffic)
+    mean = prompt + output / 2.0
     return float(2.0 ** (round(np.log2(max(mean, 1.0)) * 4) / 4))
 
 
 def offered_load(traffic: Traffic, instances: int, prompts: bool = True, outputs: bool = True):
     """What one of ``instances`` instances is offered (§E6); a prefill pool sees no outputs
     beyond the first token, a decode pool no prompts."""
-    s = traffic.stream()
+    prompt, output = mean_lengths(traffic)
     return OfferedLoad(
         traffic.offered_rate_per_s / instances,
-        float(np.mean(s.prompt_tokens)) if prompts else 0.0,
-        float(np.mean(s.output_tokens)) if outputs else 1.0,
+        prompt if prompts else 0.0,
+        output if outputs else 1.0,
     )
 
 
@@ -588,8 +596,7 @@ def rate_estimate(
     """A rough steady-state capacity of the deployment, requests/s (where a load search starts):
     decode at the largest batch the cache and the scheduler allow, plus prefill in full
     token-budget chunks; ``pool`` "prefill" or "decode" counts one side only."""
-    s = traffic.stream()
-    prompt, output = float(np.mean(s.prompt_tokens)), float(np.mean(s.output_tokens))
+    prompt, output = mean_lengths(traffic)
     saturated = OfferedLoad(
         float("inf"), prompt if pool != "decode" else 0.0, output if pool != "prefill" else 1.0
     )
