@@ -120,14 +120,14 @@ def simulate_load(
 def _simulated(setting, d, traffic, targets, config, progress, timeline: bool) -> LoadResult:
     """The deployment's run with the interval ends of its counts (``count_intervals``) and,
     with ``timeline``, the schedule of its own run (not of the interval ends' runs)."""
-    from ..load.deployment import count_intervals, simulate_deployment
+    from ..load.deployment import counted_ends, simulate_deployment
     from ..load.timeline import recording
 
     with recording() if timeline else nullcontext() as recorded:
         result = simulate_deployment(setting, d, traffic, targets, config, progress)
-    ends = count_intervals(setting, d, traffic, targets, config, result)
-    if ends:
-        result = dataclasses.replace(result, count_ends=tuple(ends.items()))
+    ends = counted_ends(setting, d, traffic, targets, config, result)
+    if ends is not None:
+        result = dataclasses.replace(result, count_ends=ends)
     if recorded is not None:
         result = dataclasses.replace(result, timeline=recorded)
     return result

@@ -4,9 +4,10 @@
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -96,22 +97,30 @@ def _whole(value, name: str, minimum: int) -> None:
         raise SpecError("argument", name, f"is {value!r}", f"expected a whole number >= {minimum}")
 
 
+@functools.lru_cache(maxsize=64)
+def mean_lengths(traffic: Traffic) -> tuple[float, float]:
+    """The mean prompt and output tokens of the traffic's requests (``Traffic.stream``), drawn
+    once for a run's several readers: a run of sessions takes longer to draw than to serve."""
+    s = traffic.stream()
+    return float(np.mean(s.prompt_tokens)), float(np.mean(s.output_tokens))
+
+
 def reference_context(traffic: Traffic) -> float:
     """Mean prompt plus half the mean output of the traffic: the context the layout is chosen
     at (rounded, so that nearby traffics share instances)."""
-    s = traffic.stream()
-    mean = float(np.mean(s.prompt_tokens) + np.mean(s.output_tokens) / 2.0)
+    prompt, output = mean_lengths(traffic)
+    mean = prompt + output / 2.0
     return float(2.0 ** (round(np.log2(max(mean, 1.0)) * 4) / 4))
 
 
 def offered_load(traffic: Traffic, instances: int, prompts: bool = True, outputs: bool = True):
     """What one of ``instances`` instances is offered (§E6); a prefill pool sees no outputs
     beyond the first token, a decode pool no prompts."""
-    s = traffic.stream()
+    prompt, output = mean_lengths(traffic)
     return OfferedLoad(
         traffic.offered_rate_per_s / instances,
-        float(np.mean(s.prompt_tokens)) if prompts else 0.0,
-        float(np.mean(s.output_tokens)) if outputs else 1.0,
+        prompt if prompts else 0.0,
+        output if outputs else 1.0,
     )
 
 
@@ -221,18 +230,82 @@ def count_intervals(
     end is the same deployment and traffic (the same draws) simulated with every engine step
     ``k`` times as long (``slower_engines``), and its counts are read as they come; a link's
     transfer between pools is not an engine step and keeps its time."""
-    ends = load_intervals(result)
-    tpot = result.tpot_s.mean
-    have = interval_columns("tpot_mean_s")
-    if result.stopped_for is not None or not all(c in ends for c in have) or not tpot > 0:
+    ends, tpot = load_intervals(result), result.tpot_s.mean
+    if not _has_count_ends(result, ends):
         return {}
     out = {}
-    for key, column in zip(interval_keys(), have):
+    for key, column in zip(interval_keys(), interval_columns("tpot_mean_s")):
         with slower_engines(ends[column] / tpot):
             run = simulate_deployment(setting, deployment, traffic, targets, config)
         for name in _counted(result):
             out[f"{name}_{key}"] = float(getattr(run, name))
     return _ordered_counts(out, result)
+
+
+def _has_count_ends(result: LoadResult, ends: dict) -> bool:
+    """Whether ``count_intervals`` runs the step time's ends for ``result`` (``ends``: its
+    ``load_intervals``): a whole run whose mean time per output token has its interval."""
+    have = interval_columns("tpot_mean_s")
+    return result.stopped_for is None and all(c in ends for c in have) and result.tpot_s.mean > 0
+
+
+def counted_ends(
+    setting: Setting,
+    deployment: Deployment,
+    traffic: Traffic,
+    targets: Targets,
+    config: EngineConfig,
+    result: LoadResult,
+) -> CountEnds | None:
+    """``count_intervals`` of a run as a ``LoadResult``'s ``count_ends``, its runs made when
+    first read (``CountEnds``); None where it gives none."""
+    if not _has_count_ends(result, load_intervals(result)):
+        return None
+    args = (setting, deployment, traffic, targets, config, result)
+    return CountEnds(args, contextvars.copy_context())
+
+
+class CountEnds(Sequence[tuple[str, float]]):
+    """The (column, value) pairs of ``count_intervals``, its four runs made when first read:
+    a caller that reads only a run's own figures does not pay for them (most of a simulation's
+    work). The runs are made in a copy of the context they were asked in (a fixed layout,
+    ``fixed_layout``), so they give what they gave made at once; pickled as a tuple."""
+
+    __slots__ = ("_asked", "_pairs")
+
+    def __init__(self, args: tuple, context: contextvars.Context) -> None:
+        self._asked: tuple | None = (args, context)
+        self._pairs: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def pairs(self) -> tuple[tuple[str, float], ...]:
+        """The pairs, the runs made on the first read."""
+        if self._asked is not None:
+            args, context = self._asked
+            self._pairs = tuple(context.run(count_intervals, *args).items())
+            self._asked = None
+        return self._pairs
+
+    def __getitem__(self, index):
+        return self.pairs[index]
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def __bool__(self) -> bool:
+        return True  # made only where the runs give columns (``counted_ends``)
+
+    def __eq__(self, other) -> bool:
+        return self.pairs == (other.pairs if isinstance(other, CountEnds) else other)
+
+    def __hash__(self) -> int:
+        return hash(self.pairs)
+
+    def __repr__(self) -> str:
+        return repr(self.pairs)
+
+    def __reduce__(self):
+        return tuple, (self.pairs,)
 
 
 def _counted(result: LoadResult) -> list[str]:
@@ -523,8 +596,7 @@ def rate_estimate(
     """A rough steady-state capacity of the deployment, requests/s (where a load search starts):
     decode at the largest batch the cache and the scheduler allow, plus prefill in full
     token-budget chunks; ``pool`` "prefill" or "decode" counts one side only."""
-    s = traffic.stream()
-    prompt, output = float(np.mean(s.prompt_tokens)), float(np.mean(s.output_tokens))
+    prompt, output = mean_lengths(traffic)
     saturated = OfferedLoad(
         float("inf"), prompt if pool != "decode" else 0.0, output if pool != "prefill" else 1.0
     )

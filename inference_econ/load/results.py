@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -172,8 +173,8 @@ class LoadResult:
     #: it is judged only against those targets (``with_targets``).
     stopped_for: Targets | None = None
     #: The interval columns of the simulated counts (``deployment.count_intervals``: runs at
-    #: the ends of the step time's band), as (column, value) pairs; () where none was run.
-    count_ends: tuple[tuple[str, float], ...] = ()
+    #: the ends of the step time's band, made when first read), as (column, value) pairs.
+    count_ends: Sequence[tuple[str, float]] = ()
     #: The simulated schedule step by step (``timeline.Timeline``), where it was asked for.
     timeline: Timeline | None = field(default=None, compare=False, repr=False)
 
@@ -574,8 +575,7 @@ def summarise(
 
 
 def measured_of(instance: Instance, record: RunRecord) -> Measured:
-    """What one simulated instance's (or group's) record measured, over the run to its last
-    completion."""
+    """What one simulated instance's (or group's) record measured, to its last completion."""
     window_s = max(record.end_s, 1e-12)
     return Measured(
         RequestLatencies.of(record),

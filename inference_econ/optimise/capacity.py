@@ -17,7 +17,7 @@ from collections.abc import Callable
 from ..errors import InfeasibleError, SpecError
 from ..load.arrivals import Traffic
 from ..load.backlog import OVERLOAD
-from ..load.deployment import Deployment, count_intervals
+from ..load.deployment import Deployment, counted_ends
 from ..load.engine import DEFAULT_ENGINE, EngineConfig
 from ..load.failures import Failures
 from ..load.targets import Targets
@@ -140,9 +140,9 @@ def cheapest_deployment(
         )
     _, _, setting, searched = options[0]
     deployment, result, missed = _verify(setting, searched, traffic, targets, config)
-    ends = count_intervals(setting, deployment, traffic, targets, config, result)
-    if ends:  # the plan's simulated counts at the step time's ends (§F12)
-        result = dataclasses.replace(result, count_ends=tuple(ends.items()))
+    ends = counted_ends(setting, deployment, traffic, targets, config, result)
+    if ends is not None:  # the plan's simulated counts at the step time's ends (§F12)
+        result = dataclasses.replace(result, count_ends=ends)
     per = _per_instance_rate(rows, setting, deployment)
     notes = list(result.notes)
     if not result.meets_targets:
