@@ -1093,6 +1093,17 @@ def test_the_most_load_says_which_loads_miss_by_falling_behind():
     assert note.startswith(f"At {', '.join(f'{x:.3g}' for x in behind)} req/s the runs miss")
 
 
+def test_a_tpot_limit_that_reads_as_milliseconds_is_warned_of_and_kept():
+    """'--slo-tpot-p99 50' is 50 s a token: kept as given (a run meets it), with a warning
+    that names the reading the user more likely meant; 2 s is not warned of."""
+    load = dict(gpus=1, arrival_rate_per_s=2.0, input_lengths="500", output_lengths="50")
+    with pytest.warns(ie.InferenceEconWarning, match=r"did you mean 0\.05, 50 ms\?"):
+        run = ie.simulate_load("Llama 3 8B", "H100", **load, requests=100, slo_tpot_p99_s=50)
+    assert run.targets.tpot_p99_s == 50 and run.meets_targets
+    assert ie.Targets(tpot_p99_s=2.0).implausible() == ""
+    assert ie.Targets(tpot_p99_s=math.inf).implausible() == ""
+
+
 def test_cli_frontier_under_load():
     code, out, _ = _run(
         "frontier",

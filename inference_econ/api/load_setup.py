@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import settings as table
-from ..errors import SpecError, expect, short
+from ..errors import SpecError, expect, short, warn
 from ..serving.setting import Setting
 from .problem import setting_of
 
@@ -117,6 +117,8 @@ def load_inputs(
         from ..load.targets import Targets
 
         targets = Targets(*(v[name] for name in TARGET_SETTINGS))
+    if targets.implausible():
+        warn(targets.implausible())
     config = config or _flat_config(v)
     _tier_has_prefixes(config, traffic)
     return LoadInputs(problem, traffic, targets, config, v)

@@ -16,6 +16,11 @@ MLPERF_SERVER = (2.0, 0.2)
 MLPERF_INTERACTIVE = (0.45, 0.04)
 
 
+#: A p99 time per output token above which a limit is more likely milliseconds written as
+#: seconds ("--slo-tpot-p99 50") than meant: ten times MLPerf's loosest (Server, 0.2 s).
+TPOT_LIMIT_WARN_S = 2.0
+
+
 @dataclass(frozen=True)
 class Targets:
     """Upper limits on p99 latencies, seconds; ``None`` means no limit on that metric."""
@@ -51,6 +56,18 @@ class Targets:
     @property
     def empty(self) -> bool:
         return not self.limits
+
+    def implausible(self) -> str:
+        """A line where the TPOT limit is so long (over ``TPOT_LIMIT_WARN_S``) that it reads as
+        milliseconds given as seconds; "" otherwise. The limit is kept as given."""
+        tpot = self.tpot_p99_s
+        if tpot is None or not TPOT_LIMIT_WARN_S < tpot < math.inf:
+            return ""
+        return (
+            f"the p99 TPOT limit (--slo-tpot-p99, slo_tpot_p99_s) is {tpot:g} s a token, over "
+            f"{TPOT_LIMIT_WARN_S:g} s: limits are seconds (did you mean {tpot / 1000:g}, "
+            f"{tpot:g} ms?)"
+        )
 
     def met(self, p99: dict[str, float]) -> bool:
         """Whether every given limit holds for these p99 values (NaN p99: nothing measured,
