@@ -364,20 +364,24 @@ def test_a_per_gpu_unit_divides_the_prediction(tmp_path):
 def test_a_rate_in_a_unit_that_counts_nothing_and_a_count_in_words_are_refused(tmp_path):
     """A throughput in 'furlongs' had been compared as tokens/s (a silently wrong error); a
     GPU count in words had been called "not stated". Each row is refused with its reason,
-    and a unit that names what it counts still reads."""
+    while a unit that names a rate or what it counts ("TPS", "output tok/s per GPU") or none
+    at all (the metric's name says) still reads."""
     total = v50_lines(OFFLINE)[0]
     rows = [
         edited(total, unit="furlongs")[0],
-        edited(total, unit="req/s")[0],
+        edited(total, unit="TPS")[0],
         edited(total, n_gpus="eight")[0],
         total,
+        edited(total, unit="")[0],
+        edited(total, unit="k tok/s")[0],
     ]
     status = [r.status for r in load_measured(write(tmp_path, rows))]
+    assert "is not per second or has a prefix (k, M), which is not scaled" in status[5]
     assert status[0] == (
-        "unresolved: unit 'furlongs' of 'throughput_total' names no tokens, requests, queries, "
-        "samples or sequences (give one such as tok/s, output tok/s per GPU or req/s)"
+        "unresolved: unit 'furlongs' of 'throughput_total' names no tokens, requests or other "
+        "count and no rate (give one such as tok/s, output tok/s per GPU or req/s)"
     ), status[0]
-    assert status[1] == status[3] == "ok"
+    assert status[1] == status[3] == status[4] == "ok", status
     assert status[2].startswith("unresolved: n_gpus 'eight' is not a number: give --gpus N")
     # a row of no dataset that states no lengths says which columns to fill in
     header = "model,hardware,n_gpus,metric,value,unit,precision"

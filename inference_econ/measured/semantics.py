@@ -130,20 +130,38 @@ def is_time(quantity: str) -> bool:
     return quantity in TIME_QUANTITIES or quantity.rsplit("_", 1)[0] in TIME_QUANTITIES
 
 
-#: Words one of which the unit of a rate or a count names (tokens, requests, queries,
-#: samples, sequences, streams, users): "output tok/s per GPU", "req/s", "sequences (system)".
-RATE_UNIT_WORDS = re.compile(r"tok|req|quer|sampl|seq|stream|user")
+#: What the unit of a rate or a count says, one of which it must: a thing counted (tokens,
+#: requests, queries, samples, sequences, streams, users, clients, concurrency, iterations)
+#: or a rate ("/s", "per s", "per second", "TPS", "QPS", "RPS"): "output tok/s per GPU",
+#: "t/s", "sequences (system)". A blank unit leaves it to the metric's name.
+RATE_UNIT_WORDS = re.compile(
+    r"tok|req|quer|sampl|seq|stream|user|client|concurr|/\s*s\b|\bper\s*s(ec(ond)?)?\b|"
+    r"\b[tqr]ps\b|\bit/s"
+)
+
+
+#: Units of a rate the reader does not scale: per minute or hour, and k or M prefixes on the
+#: thing counted ("k tok/s", "Mtok/s", "req/min").
+SCALED_RATE_UNIT = re.compile(
+    r"/\s*(min|minute|h|hr|hour)\b|\bper\s*(min|minute|hour)\b|\b[km]\s*(tok|req|tps|qps|rps)"
+)
 
 
 def rate_unit_problem(unit: str, metric_name: str) -> str:
-    """Why ``unit`` cannot be the unit of an end-to-end rate or count (``RATE_UNIT_WORDS``
-    names none of what such a figure counts), or "": a unit the row's value cannot be read in
-    is refused, not taken as tokens/s."""
-    if RATE_UNIT_WORDS.search(str(unit).lower()):
+    """Why ``unit`` cannot be the unit of an end-to-end rate or count, or "": one that names
+    neither a thing counted nor a rate (``RATE_UNIT_WORDS``; "furlongs") is refused rather
+    than read as tokens/s."""
+    text = str(unit).strip().lower()
+    if SCALED_RATE_UNIT.search(text):
+        return (
+            f"unit {unit!r} of {metric_name!r} is not per second or has a prefix (k, M), "
+            "which is not scaled: give the value per second, in plain tokens or requests"
+        )
+    if not text or RATE_UNIT_WORDS.search(text):
         return ""
     return (
-        f"unit {unit!r} of {metric_name!r} names no tokens, requests, queries, samples or "
-        "sequences (give one such as tok/s, output tok/s per GPU or req/s)"
+        f"unit {unit!r} of {metric_name!r} names no tokens, requests or other count and no "
+        "rate (give one such as tok/s, output tok/s per GPU or req/s)"
     )
 
 
