@@ -3,7 +3,6 @@ the field. Plain Python: the command line validates its options without importin
 
 from __future__ import annotations
 
-import difflib
 import math
 import numbers
 from collections.abc import Mapping
@@ -46,21 +45,9 @@ class Reader:
         self.used.add(key)
         if key not in self.data or self.data[key] is None:
             if default is ...:
-                raise SpecError(self.source, self.path(key), "is missing", self._required_hint(key))
+                raise SpecError(self.source, self.path(key), "is missing", "this field is required")
             return default
         return self.data[key]
-
-    def _required_hint(self, key: str) -> str:
-        """The fix for a missing required field, naming a field of the mapping that nothing
-        reads and whose name is close to it (a misspelt key: "kv_lora_rnk")."""
-        others = [k for k in self.data if isinstance(k, str) and k != key and k not in self.used]
-        close = difflib.get_close_matches(key, others, n=1, cutoff=0.75)
-        if not close:
-            return "this field is required"
-        return (
-            f"this field is required; {close[0]!r} beside it is read by nothing: is it this one "
-            "misspelt?"
-        )
 
     def number(
         self,
