@@ -1696,3 +1696,37 @@ def test_a_full_load_run_of_a_trace_adds_instances_only_for_what_it_misses():
     )  # fmt: skip
     assert closed.meets_targets and not closed.undecided
     assert not any("reads as kept up" in n for n in closed.notes)
+
+
+def test_count_ends_are_made_when_read_once_and_as_the_eager_runs_give_them():
+    """A run's count interval ends (four runs at the step time's interval ends) are made when
+    first read: ``repr`` does not make them, two threads reading at once make them once, the
+    interval table swapped after the run does not move them (their step factors are taken
+    with the run), and they equal ``count_intervals`` run at once; pickled as a tuple."""
+    import pickle
+    import threading
+
+    from inference_econ.load import deployment as dep
+    from inference_econ.serving import support as sp
+
+    load = dict(gpus=1, arrival_rate_per_s=20.0, input_lengths="500", output_lengths="50")
+    run = ie.simulate_load("Llama 3 8B", "H100", **load, requests=150, slo_tpot_p99_s=0.02)
+    ends = run.count_ends
+    assert isinstance(ends, dep.CountEnds) and "made when first read" in repr(ends)
+    made = []
+    real = dep._runs_at
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dep, "_runs_at", lambda *a: made.append(1) or real(*a))
+        wide = sp.parse_classes({"widening": 1.0, "pooled": {}}, "empty")  # no band at all
+        patch.setattr(sp, "classes", lambda: wide)
+        readers = [threading.Thread(target=lambda: ends.pairs) for _ in range(2)]
+        for t in readers:
+            t.start()
+        for t in readers:
+            t.join()
+    assert made == [1] and "goodput_fraction_low80" in dict(ends)
+    setting, traffic = run.setting, ie.make_traffic(20.0, "500", "50", requests=150)
+    eager = dep.count_intervals(
+        setting, ie.Deployment(1, 1), traffic, run.targets, ie.EngineConfig(), run
+    )  # fmt: skip
+    assert dict(ends) == eager and pickle.loads(pickle.dumps(ends)) == tuple(eager.items())

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import functools
+import threading
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -230,23 +231,34 @@ def count_intervals(
     end is the same deployment and traffic (the same draws) simulated with every engine step
     ``k`` times as long (``slower_engines``), and its counts are read as they come; a link's
     transfer between pools is not an engine step and keeps its time."""
+    factors = _step_factors(result)
+    return (
+        {}
+        if factors is None
+        else _runs_at(factors, setting, deployment, traffic, targets, config, result)
+    )
+
+
+def _step_factors(result: LoadResult) -> tuple[float, ...] | None:
+    """The engine step's factor at each interval end (low80, high80, low90, high90): the run's
+    mean time per output token there over its value; None where ``count_intervals`` gives no
+    ends (an ideal bound, a stopped run, no time per output token)."""
     ends, tpot = load_intervals(result), result.tpot_s.mean
-    if not _has_count_ends(result, ends):
-        return {}
+    have = interval_columns("tpot_mean_s")
+    if result.stopped_for is not None or not all(c in ends for c in have) or not tpot > 0:
+        return None
+    return tuple(ends[c] / tpot for c in have)
+
+
+def _runs_at(factors, setting, deployment, traffic, targets, config, result) -> dict[str, float]:
+    """``count_intervals`` from its step factors (``_step_factors``): the four runs."""
     out = {}
-    for key, column in zip(interval_keys(), interval_columns("tpot_mean_s")):
-        with slower_engines(ends[column] / tpot):
+    for key, factor in zip(interval_keys(), factors):
+        with slower_engines(factor):
             run = simulate_deployment(setting, deployment, traffic, targets, config)
         for name in _counted(result):
             out[f"{name}_{key}"] = float(getattr(run, name))
     return _ordered_counts(out, result)
-
-
-def _has_count_ends(result: LoadResult, ends: dict) -> bool:
-    """Whether ``count_intervals`` runs the step time's ends for ``result`` (``ends``: its
-    ``load_intervals``): a whole run whose mean time per output token has its interval."""
-    have = interval_columns("tpot_mean_s")
-    return result.stopped_for is None and all(c in ends for c in have) and result.tpot_s.mean > 0
 
 
 def counted_ends(
@@ -257,33 +269,39 @@ def counted_ends(
     config: EngineConfig,
     result: LoadResult,
 ) -> CountEnds | None:
-    """``count_intervals`` of a run as a ``LoadResult``'s ``count_ends``, its runs made when
-    first read (``CountEnds``); None where it gives none."""
-    if not _has_count_ends(result, load_intervals(result)):
+    """``count_intervals`` of a run as a ``LoadResult``'s ``count_ends``: its step factors
+    taken now (the interval table as it is), its runs made when first read (``CountEnds``);
+    None where it gives none."""
+    factors = _step_factors(result)
+    if factors is None:
         return None
-    args = (setting, deployment, traffic, targets, config, result)
+    args = (factors, setting, deployment, traffic, targets, config, result)
     return CountEnds(args, contextvars.copy_context())
 
 
 class CountEnds(Sequence[tuple[str, float]]):
     """The (column, value) pairs of ``count_intervals``, its four runs made when first read:
     a caller that reads only a run's own figures does not pay for them (most of a simulation's
-    work). The runs are made in a copy of the context they were asked in (a fixed layout,
-    ``fixed_layout``), so they give what they gave made at once; pickled as a tuple."""
+    work). Their step factors are taken when it is made, and the runs are made in a copy of
+    the context they were asked in (a fixed layout, ``fixed_layout``), once, whichever thread
+    reads first. Equality, hashing and pickling (as a tuple) read the pairs; ``repr`` does not
+    make the runs; ``tuple(ends)`` gives what ``json`` takes."""
 
-    __slots__ = ("_asked", "_pairs")
+    __slots__ = ("_asked", "_pairs", "_lock")
 
     def __init__(self, args: tuple, context: contextvars.Context) -> None:
         self._asked: tuple | None = (args, context)
         self._pairs: tuple[tuple[str, float], ...] = ()
+        self._lock = threading.Lock()
 
     @property
     def pairs(self) -> tuple[tuple[str, float], ...]:
         """The pairs, the runs made on the first read."""
-        if self._asked is not None:
-            args, context = self._asked
-            self._pairs = tuple(context.run(count_intervals, *args).items())
-            self._asked = None
+        with self._lock:
+            if self._asked is not None:
+                args, context = self._asked
+                self._pairs = tuple(context.copy().run(_runs_at, *args).items())
+                self._asked = None
         return self._pairs
 
     def __getitem__(self, index):
@@ -302,7 +320,8 @@ class CountEnds(Sequence[tuple[str, float]]):
         return hash(self.pairs)
 
     def __repr__(self) -> str:
-        return repr(self.pairs)
+        made = self._asked is None
+        return repr(self._pairs) if made else "CountEnds(<four runs, made when first read>)"
 
     def __reduce__(self):
         return tuple, (self.pairs,)
