@@ -435,6 +435,19 @@ def test_a_confident_plan_past_max_gpus_says_so_and_the_screened_search_agrees(m
     )  # fmt: skip
     assert a.deployment.gpus == 2 and a.usd_per_hour == pytest.approx(4.2)
     if max_gpus == 1:
-        assert a.note.startswith("2 GPUs, over --max-gpus 1: no candidate searched in full")
+        assert a.note == (
+            "2 GPUs, over --max-gpus 1: no deployment within it (of the candidates searched in "
+            "full) holds the targets at the 90 % interval's low end"
+        )
     else:
         assert a.note == ""
+
+
+def test_a_confident_plan_within_max_gpus_ranks_before_a_cheaper_one_past_it():
+    """(past --max-gpus, $/hour, -load held, GPUs): within the limit first whatever it
+    costs; past it, or within, the cheapest; at one price the more load held."""
+    within_dear, past_cheap = (False, 8.82, -40.0, 2), (True, 6.30, -45.0, 3)
+    assert confident._placed_before(within_dear, past_cheap)
+    assert not confident._placed_before(past_cheap, within_dear)
+    assert confident._placed_before((True, 6.30, -45.0, 3), (True, 8.82, -50.0, 3))
+    assert confident._placed_before((False, 4.2, -50.0, 2), (False, 4.2, -40.0, 2))

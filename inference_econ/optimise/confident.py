@@ -83,20 +83,18 @@ def with_odds(
         note = "the interval's low end is above the expected figure: the expected plan stands"
     usd = r.usd_per_hour * grow
     held = plan.max_rate_per_s * factor * grow
-    best = (usd, -held, deployment.gpus)
     cap = _max_gpus(plan, settings)
-    over = _over(deployment, cap)  # any candidate within --max-gpus ranks before it
+    # (past --max-gpus, $/hour, -load held, GPUs): any plan within the limit ranks first
+    best = (_over(deployment, cap), usd, -held, deployment.gpus)
     confident = Confident(
         level, deployment, factor, held, usd, r.usd_per_m_output_tokens_all_in * grow, note
     )
     if settings:  # a disaggregated plan's confident one may be co-located, and vice versa
         for option in _confident_options(plan, level, settings):
             c_usd, c_held, c_deployment, c_factor, hardware = option
-            key = (c_usd, -c_held, c_deployment.gpus)
-            if _over(c_deployment, cap) or c_usd < r.usd_per_hour - 1e-9:
-                continue
-            if over or _ranks_before(key, best):
-                best, over = key, False
+            key = (_over(c_deployment, cap), c_usd, -c_held, c_deployment.gpus)
+            if c_usd >= r.usd_per_hour - 1e-9 and _placed_before(key, best):
+                best = key
                 mtok = r.usd_per_m_output_tokens_all_in * c_usd / r.usd_per_hour
                 same = (
                     not d.disaggregated
@@ -107,15 +105,29 @@ def with_odds(
                     level, c_deployment, c_factor, c_held, c_usd, mtok, "",
                     None if same else hardware,
                 )  # fmt: skip
-    if over:
-        confident = dataclasses.replace(
-            confident,
-            note=f"{confident.deployment.gpus} GPUs, over --max-gpus {cap}: no candidate "
-            f"searched in full holds the targets at the {level} % interval's low end within it",
-        )
+    if best[0]:
+        confident = dataclasses.replace(confident, note=_past_limit(confident, cap, settings))
     support, extrapolates = _support(plan, confident, settings)
     confident = dataclasses.replace(confident, support=support, extrapolates=extrapolates)
     return dataclasses.replace(plan, confident=confident, bound=bound)
+
+
+def _placed_before(key: tuple, best: tuple) -> bool:
+    """Whether a confident plan (past ``--max-gpus``, $/hour, -load held, GPUs) ranks before
+    ``best``: within the limit before past it, then as ``_ranks_before``."""
+    if key[0] != best[0]:
+        return not key[0]
+    return _ranks_before(key[1:], best[1:])
+
+
+def _past_limit(confident: Confident, cap, settings) -> str:
+    """The note of a confident plan past ``--max-gpus``: the cheapest that holds, none
+    within the limit (of the candidates searched in full, where there are others)."""
+    of = "of the candidates searched in full" if settings else "at the plan's own size"
+    return (
+        f"{confident.deployment.gpus} GPUs, over --max-gpus {cap}: no deployment within it "
+        f"({of}) holds the targets at the {confident.level} % interval's low end"
+    )
 
 
 def _max_gpus(plan: CapacityPlan, settings) -> int | None:
