@@ -182,7 +182,7 @@ def test_layout_states_partial_attention_data_parallelism():
         text: ie.simulate_load("DeepSeek-V3", "H200", **load, layout=text).layout
         for text in ("TP8 DP2 attn-DP", "TP8 attn-DP")
     }
-    rule = "experts EP8 from micro-batches of 64 sequences, tensor-split below"  # §A5's
+    rule = "experts EP8 from a micro-batch of 64, tensor-split below"  # §A5's
     assert runs == {
         "TP8 DP2 attn-DP": f"8 GPUs: TP8 (attention TP4), PP1, 1-D, {rule}",
         "TP8 attn-DP": f"8 GPUs: TP8 (attention TP1), PP1, 1-D, {rule}",

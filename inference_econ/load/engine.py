@@ -502,6 +502,9 @@ class Instance:
     draft: DraftEngine | None = None
     #: The tiers under its prefix cache, nearest first (§E13).
     tiers: tuple[TierSpace, ...] = ()
+    #: The micro-batch per sparsity from which its engine splits the experts (§A5; the step
+    #: model's, the engine's layout features applied, ``engine_layouts``).
+    expert_min_per_sparsity: float = 0.0
 
     @property
     def gpus(self) -> int:
@@ -520,9 +523,7 @@ class Instance:
         """The layout as a run states it (``EngineLayout.describe``), with where a mixture of
         experts places its experts (``experts_placement``)."""
         experts = experts_placement(
-            self.work,
-            self.layout.tensor_degree,
-            self.setting.assumptions.expert_parallel_min_batch_per_sparsity,
+            self.work, self.layout.tensor_degree, self.expert_min_per_sparsity
         )
         return self.layout.describe() + (f", {experts}" if experts else "")
 
@@ -739,4 +740,7 @@ def build_instance(
         # bytes of one layer-position as the layout holds it (KV copies of §B13 included)
         per_position = search.bytes_per_position * search.capacity / capacity
         tiers = tuple(tier_space(t, setting.gpu, gpus, per_position) for t in config.kv_tiers)
-    return Instance(setting, layout, config, table, search.model.work, capacity, draft, tiers)
+    least = search.model.assumptions.expert_parallel_min_batch_per_sparsity
+    return Instance(
+        setting, layout, config, table, search.model.work, capacity, draft, tiers, least
+    )

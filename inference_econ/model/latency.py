@@ -640,8 +640,9 @@ def stated_experts(assumptions, split: bool | None):
 def experts_placement(work: Workload, t: int, least_per_sparsity: float) -> str:
     """Where a layout of tensor degree ``t`` places a mixture of experts' routed experts
     (§A5), as a layout's description ends: "experts EP8" (split over the group at every
-    micro-batch), "experts EP8 from micro-batches of 32 sequences, tensor-split below" (§A5's
-    rule), "experts tensor-split (EP1)"; "" for a dense model or one GPU a stage."""
+    micro-batch), "experts EP8 from a micro-batch of 64, tensor-split below" (§A5's rule: its
+    sequences in a decode step, its tokens in a prefill pass), "experts tensor-split (EP1)";
+    "" for a dense model or one GPU a stage."""
     groups = [g for g in work.groups if g.experts > 1]
     degrees = sorted(whole_expert_degrees([g.experts for g in groups], t))
     if not degrees or t <= 1:
@@ -652,7 +653,7 @@ def experts_placement(work: Workload, t: int, least_per_sparsity: float) -> str:
     if least_per_sparsity <= 0.0:
         return split
     least = min(least_per_sparsity * g.sparsity for g in groups)
-    return f"{split} from micro-batches of {least:g} sequences, tensor-split below"
+    return f"{split} from a micro-batch of {least:g}, tensor-split below"
 
 
 def engine_attention_degrees(degrees: list[int], t: int, features) -> list[int]:
