@@ -619,7 +619,12 @@ def _max_load_text(result, fmt: str) -> str:
     if at is None:
         title = f"No load meets {result.targets.describe()} on {result.deployment.describe()}: {result.knee.reason}"
         table = ranged_columns(df[cols])
-        return line + "\n" + render(table, fmt, title=title, meta=result.curve[0].metadata())
+        notes = _behind_note(result)
+        return (
+            line
+            + "\n"
+            + render(table, fmt, title=title, notes=notes, meta=result.curve[0].metadata())
+        )
     held = held_intervals(at, result.max_rate_per_s)
     span = (
         f" (90 %: {held['max_rate_per_s_low90']:.4g}-{held['max_rate_per_s_high90']:.4g})"
