@@ -48,9 +48,9 @@ def with_odds(
     ideal ``bound`` beside it. ``confidence`` is 0.8 or 0.9 (the levels the intervals have).
     With the searched ``settings``, every co-located candidate searched in full is sized at
     its own interval's low end and the cheapest is taken (another size or GPU may need fewer
-    extra instances than the expected plan's); without, the expected plan's is scaled. None
-    past ``--max-gpus`` is taken, unless the expected plan's scaled one is the only plan: its
-    note then says so."""
+    extra instances than the expected plan's); without, the expected plan's is scaled. A plan
+    within ``--max-gpus`` ranks before any past it; one past it is taken only where none
+    within it holds, and its note says so."""
     level = int(round(100 * confidence))
     if level not in LEVELS:
         raise SpecError(
