@@ -277,3 +277,24 @@ def test_a_measured_rows_class_carries_its_model():
             server[cls.model] = sp.classes().support(replace(cls, scenario="server")).status
     assert set(offline.values()) == {"in support"} and len(offline) >= 3
     assert server["DeepSeek-R1"] == "in support" and server["Qwen3-235B-A22B"] == "near"
+
+
+def test_a_decode_points_note_names_a_class_of_the_figures_it_shows():
+    """A decode point shows speeds, latencies and prices (TPOT and throughput bands), no time
+    to first token: its "Near:" line names the class its support row counts, which had been
+    the TTFT class (4 residuals) beside a support of 14."""
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    args = ["point", "gpt-oss-120b", "-H", "H200", "--gpus", "4", "--batch", "1"]
+    out = CliRunner().invoke(main, [*args, "--assumptions", "achievable", "--discrete"]).output
+    support = next(line for line in out.splitlines() if line.startswith("support "))
+    near = next(line for line in out.splitlines() if line.startswith("Near: the class "))
+    assert "TTFT" not in near and "near (14 residuals)" in support, (support, near)
+    assert near.startswith(
+        "Near: the class throughput: MoE / TP / Hopper / trtllm / offline has 14"
+    )
+    # a prefill's line still weighs every kind (its time is a time to first token)
+    setting = make_setting("gpt-oss-120b", "H200", assumptions="achievable")
+    assert "TTFT" in iv.coverage_note(setting)

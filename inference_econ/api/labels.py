@@ -90,7 +90,9 @@ def interval_columns(name: str) -> list[str]:
     return columns(name)
 
 
-def coverage_note(setting: Setting, layout: str = "TP", scenario: str | None = None) -> str | None:
+def coverage_note(
+    setting: Setting, layout: str = "TP", scenario: str | None = None, names=None
+) -> str | None:
     """One line when a configuration's calibration class is not in support.
 
     Parameters
@@ -102,6 +104,9 @@ def coverage_note(setting: Setting, layout: str = "TP", scenario: str | None = N
     scenario : str or None
         ``offline``, ``server`` or ``interactive``; None: each kind's own (a throughput at
         its most load, latencies under load).
+    names : iterable of str, optional
+        The figures shown: the kinds of those with intervals (a decode point has no time to
+        first token); default every kind.
 
     Returns
     -------
@@ -111,7 +116,7 @@ def coverage_note(setting: Setting, layout: str = "TP", scenario: str | None = N
     """
     from ..serving.intervals import coverage_note as note
 
-    return note(setting, layout, scenario)
+    return note(setting, layout, scenario, names)
 
 
 def load_coverage_note(result: Any) -> str | None:

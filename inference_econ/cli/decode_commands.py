@@ -95,7 +95,8 @@ def point(model, hardware, gpus, batch, discrete, format, **values):
     meta = layout_meta(setting.metadata(), discrete)
     if format in ("table", "markdown"):  # CSV and JSON keep their one row
         notes += _operations_text(setting, row, discrete, format)
-    click.echo(stated(row, format, title, setting, meta, notes), nl=False)
+    # a decode point's figures are speeds, latencies and prices: no time to first token
+    click.echo(stated(row, format, title, setting, meta, notes, list(row.keys())), nl=False)
 
 
 def _operations_text(setting, row: dict, discrete: bool, fmt: str) -> list[str]:

@@ -58,18 +58,19 @@ def vertical(series, fmt: str, title: str, meta=None, notes=()) -> str:
     return render_cells(["field", "value"], cells, [False, False], fmt, title, notes, meta)
 
 
-def stated(row, fmt: str, title: str, setting, meta=None, notes=()) -> str:
+def stated(row, fmt: str, title: str, setting, meta=None, notes=(), kinds_of=None) -> str:
     """``vertical`` for a result computed under ``setting``: a first line saying whether its
     figures are expected (an engine profile) or an ideal bound; expected figures with their
     80 % and 90 % intervals as ranges (CSV and JSON: their ``_low80`` ... columns), and a line
-    when the case is outside what the data covers."""
+    when the case is outside what the data covers (``kinds_of``: the figures whose kinds it
+    names, as ``serving.intervals.FIGURES`` reads them; default every kind)."""
     from .. import api
     from ..output.ranges import ranged
 
     line = api.figures_line(setting)
     cover = None
     if api.expected_figures(setting):  # the interval table's code only for expected figures
-        cover = api.coverage_note(setting)
+        cover = api.coverage_note(setting, names=kinds_of)
     notes = [*filter(None, [cover]), *notes]
     if fmt in ("csv", "json"):
         return vertical(row, fmt, title, meta, [line, *notes])

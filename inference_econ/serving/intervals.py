@@ -712,11 +712,13 @@ def ideal(setting: Setting) -> Setting:
     return setting.replace(assumptions=bound)
 
 
-def coverage_note(setting: Setting, layout: str = "TP", scenario=None) -> str | None:
+def coverage_note(setting: Setting, layout: str = "TP", scenario=None, names=None) -> str | None:
     """One line when a configuration of the setting (``layout``, ``scenario``) is not in
-    support: the class with the fewest residuals among its kinds (``support_of``), how many it
-    has, and the band its intervals take instead (docs/model.md §F12); None in support."""
+    support: the class with the fewest residuals among its kinds (``support_of``; those of the
+    figures ``names`` where given, as ``support_column`` takes them, else all three), how many
+    it has, and the band its intervals take instead (docs/model.md §F12); None in support."""
     if not expected(setting):
         return None
-    s = support_of(setting, ("throughput", "TPOT", "TTFT"), layout, scenario)
+    shown = [FIGURES[n][0] for n in names or () if n in FIGURES]
+    s = support_of(setting, shown or ("throughput", "TPOT", "TTFT"), layout, scenario)
     return None if s.status == "in support" else support_line(s)
