@@ -443,6 +443,24 @@ def test_a_confident_plan_past_max_gpus_says_so_and_the_screened_search_agrees(m
         assert a.note == ""
 
 
+def test_a_confident_plan_past_max_gpus_is_the_cheapest_past_it():
+    """The third ask: its confident plan is 3 x 1 H100 ($6.30 an hour) without a limit; within
+    ``--max-gpus 2`` none holds, and the plan past it is still 3 x 1 H100 (a size the limit
+    excluded keeps its own figures), not the expected plan's copies (3 x 1 H200, $8.82)."""
+    settings = [
+        make_setting("Llama 3 8B", g, assumptions="achievable", max_gpus=2)
+        for g in ("H100", "H200")
+    ]
+    rate, prompts, outputs, targets = ASKS[2]
+    traffic = make_traffic(rate, prompts, outputs, requests=200, seed=1)
+    load_search.clear_runs()
+    plan = capacity.cheapest_deployment(settings, traffic, targets, sizes=[1, 2], max_gpus=2)
+    c = confident.confident_plan(plan, 0.9, None, settings, traffic).confident
+    assert plan.result.hardware == "H200-SXM" and plan.deployment.gpus == 2
+    assert (c.deployment.gpus, c.hardware, c.usd_per_hour) == (3, "H100-SXM", pytest.approx(6.3))
+    assert c.note.startswith("3 GPUs, over --max-gpus 2: no deployment within it")
+
+
 def test_a_confident_plan_within_max_gpus_ranks_before_a_cheaper_one_past_it():
     """(past --max-gpus, $/hour, -load held, GPUs): within the limit first whatever it
     costs; past it, or within, the cheapest; at one price the more load held."""

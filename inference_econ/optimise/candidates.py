@@ -91,8 +91,18 @@ def _candidate(
             usd_per_hour=count * size * setting.gpu.price_usd_per_hour,
         )
         if max_gpus is not None and count * size > max_gpus:
-            row.update(excluded=True, note=f"needs {count * size} GPUs > --max-gpus {max_gpus}")
+            row.update(excluded=True, note=f"needs {count * size} GPUs {PAST_MAX_GPUS} {max_gpus}")
     return row
+
+
+#: How a candidate's note says it holds load but needs more GPUs than ``--max-gpus``.
+PAST_MAX_GPUS = "> --max-gpus"
+
+
+def past_max_gpus_only(row) -> bool:
+    """Whether a candidate row is excluded only for needing more GPUs than ``--max-gpus``
+    (its load held, instances and price are its own: ``_candidate``)."""
+    return bool(row.excluded) and PAST_MAX_GPUS in str(row.note) and bool(row.instances)
 
 
 def knee_rows(

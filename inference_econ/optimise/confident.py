@@ -20,7 +20,14 @@ from ..serving.intervals import (
 )
 from ..serving.setting import Setting
 from . import screening
-from .candidates import _candidate, _held_columns, _instances_for, _ranked, _spec_label
+from .candidates import (
+    _candidate,
+    _held_columns,
+    _instances_for,
+    _ranked,
+    _spec_label,
+    past_max_gpus_only,
+)
 from .capacity_plan import CapacityPlan, Confident
 from .load_search import (
     SCREEN_MARGIN,
@@ -188,7 +195,11 @@ def _confident_options(plan: CapacityPlan, level: int, settings: list[Setting]):
         return
     full = table["probe_requests"].max() if "probe_requests" in table else None
     for row in table.itertuples():
-        if row.pool != "deployment" or row.excluded or not row.instances:
+        if row.pool != "deployment":
+            continue
+        if row.excluded and not past_max_gpus_only(row):  # past the limit: ranked after it
+            continue
+        if not row.instances:
             continue
         if full is not None and row.probe_requests != full:
             continue  # a short search's figure is too rough to size a plan on
