@@ -265,6 +265,23 @@ def test_benchmark_commands_are_the_tools_arguments(plans):
         assert aiperf[aiperf.index("--endpoint-type") + 1] == "completions"
 
 
+def test_a_capacity_exports_longest_request_is_its_traffics_cap_not_its_samples():
+    """Prompts log-normal with a cap of 8,000 tokens and outputs capped at 2,000: the engine
+    takes 10,240-token requests (the caps, rounded up) whatever the run drew; it had taken
+    the longest request of the simulated sample, shorter than the cap and moving with
+    --requests, so the exported engine refused requests of the plan's own traffic."""
+    lengths = dict(input_lengths="lognormal:1000:0.8:8000", output_lengths="lognormal:300:0.6:2000")
+    load = dict(plan="capacity", arrival_rate_per_s=5.0, slo_ttft_p99_s=2.0, slo_tpot_p99_s=0.05)
+    plan = api.export("Llama 3.1 8B", "H100", engine="sglang", **load, **lengths, requests=200)
+    assert plan.max_model_len == 10240
+    # a law without a cap keeps the longest the run drew (a given --max-model-len caps it)
+    plain = api.export(
+        "Llama 3.1 8B", "H100", engine="sglang", **load, input_lengths="lognormal:1000:0.8",
+        output_lengths="300", requests=200,
+    )  # fmt: skip
+    assert 300 < plain.max_model_len < 10240 and plain.max_model_len % 256 == 0
+
+
 def test_capacity_export_replays_the_plans_rate_and_targets():
     plan = api.export(
         "Llama 3.3 70B", "H200", weight_bits=8, engine="vllm", plan="capacity", arrival_rate_per_s=4.0, input_lengths="1000",

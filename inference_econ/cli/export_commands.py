@@ -109,7 +109,8 @@ PLAN_OPTIONS = {
     "--max-model-len",
     "max_model_len",
     type=click.IntRange(min=1, max=int(MAX_TOKENS)),
-    help="Longest request, tokens (default: the plan's longest, rounded up to 256).",
+    help="Longest request, tokens (default: the traffic's longest prompt plus output where its "
+    "lengths are capped, else the longest request the plan ran, rounded up to 256).",
 )
 @click.option(
     "--checkpoint",

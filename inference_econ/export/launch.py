@@ -471,9 +471,12 @@ def capacity_plan(
         )
     s = traffic.stream()
     ctx = reference_context(traffic)
-    # (a traffic's lengths may have no upper end: a given --max-model-len caps its tail)
+    # each side's stated longest where its law caps it, else the longest the run drew (a
+    # traffic's lengths may have no upper end: a given --max-model-len caps its tail)
     longest = max_model_len or round_length(
-        float(np.max(s.prompt_tokens + s.output_tokens)), setting.model.max_context_tokens
+        _longest_side(traffic.input_lengths, s.prompt_tokens)
+        + _longest_side(traffic.output_lengths, s.output_tokens),
+        setting.model.max_context_tokens,
     )
     batch = max(1, int(math.ceil(r.mean_batch)))
     prompt = float(np.mean(s.prompt_tokens))
@@ -506,6 +509,14 @@ def capacity_plan(
             prefix_caching=bool(getattr(config, "prefix_caching", True)),
         )  # fmt: skip
     )
+
+
+def _longest_side(lengths, drawn) -> float:
+    """The longest prompt (or output) an exported engine must take: the law's own cap
+    (``Lengths.longest``) where it has one, so a rare long request of the plan's traffic is not
+    refused, else the longest the run drew."""
+    cap = lengths.longest() if lengths is not None else math.inf
+    return float(cap) if math.isfinite(cap) else float(max(drawn))
 
 
 def _capacity_workers(

@@ -66,6 +66,15 @@ class Lengths:
             raise SpecError("argument", "lengths", "'trace' needs a trace file", "give --trace")
         return np.asarray(empirical, dtype=np.int64)[rng.integers(0, len(empirical), count)]
 
+    def longest(self) -> float:
+        """The most tokens a request may draw: the fixed length, the uniform's highest, the
+        log-normal's cap; inf where nothing caps it (an uncapped log-normal, a trace's)."""
+        if self.kind == "fixed":
+            return float(self.low)
+        if self.kind in ("uniform", "lognormal"):
+            return float(self.high)
+        return math.inf
+
     def describe(self) -> str:
         if self.kind == "fixed":
             return f"{self.low:g} tokens"
