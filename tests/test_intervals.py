@@ -841,3 +841,19 @@ def test_a_runs_derived_throughput_is_its_output_rate_per_gpu():
         predicted
     )
     assert got["log_residual"] == pytest.approx(math.log(predicted / measured))
+
+
+def test_a_disaggregated_plan_that_holds_at_its_low_end_is_its_own_confident_plan():
+    """Llama 3.1 8B on H100 at 20 req/s, prefill and decode pools: the expected plan holds
+    30.75 req/s, 24.61 at its 90 % interval's low end, so the targets hold there as it
+    stands; each pool had been scaled by 1 / factor whatever the load, and a dearer
+    co-located plan (5 x 1 GPU) taken."""
+    plan = ie.capacity(
+        "Llama 3.1 8B", "H100", arrival_rate_per_s=20, input_lengths="lognormal:2000:0.8",
+        output_lengths="lognormal:500:0.6", slo_ttft_p99_s=1, slo_tpot_p99_s=0.03,
+        disaggregated=True, requests=400,
+    )  # fmt: skip
+    c = plan.confident
+    assert plan.deployment.disaggregated and c.deployment == plan.deployment
+    assert c.usd_per_hour == pytest.approx(plan.result.usd_per_hour)
+    assert 20 <= c.max_rate_per_s < plan.max_rate_per_s

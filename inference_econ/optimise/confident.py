@@ -70,9 +70,15 @@ def with_odds(
     ends = plan.intervals()
     factor = min(1.0, ends[f"max_rate_per_s_low{level}"] / plan.max_rate_per_s)
     note = ""
+    shortfall = plan.rate_per_s / (plan.max_rate_per_s * factor)  # over 1: copies needed
+    spread = 1.0
     if d.disaggregated:
+        # each pool holds at least the plan's load: the shortfall times its instances holds
+        # the offered load at the low end (the pools had been scaled by 1 / factor whatever
+        # the load, a dearer plan where the expected one already held it)
         pools = (d.instances, d.prefill_instances)
-        scaled = [max(k, _instances_for(k, factor)) for k in pools]
+        scaled = [max(k, math.ceil(k * shortfall - 1e-9)) for k in pools]
+        spread = min(s / k for s, k in zip(scaled, pools))
         deployment = Deployment(
             d.gpus_per_instance,
             scaled[0],
@@ -85,11 +91,11 @@ def with_odds(
         per = plan.max_rate_per_s / d.instances * factor
         count = max(d.instances, _instances_for(plan.rate_per_s, per))
         deployment = Deployment(d.gpus_per_instance, count)
-        grow = count / d.instances
+        grow = spread = count / d.instances
     if factor >= 1.0:
         note = "the interval's low end is above the expected figure: the expected plan stands"
     usd = r.usd_per_hour * grow
-    held = plan.max_rate_per_s * factor * grow
+    held = plan.max_rate_per_s * factor * spread
     cap = _max_gpus(plan, settings)
     # (past --max-gpus, $/hour, -load held, GPUs): any plan within the limit ranks first
     best = (_over(deployment, cap), usd, -held, deployment.gpus)
