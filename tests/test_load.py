@@ -1730,3 +1730,17 @@ def test_count_ends_are_made_when_read_once_and_as_the_eager_runs_give_them():
         setting, ie.Deployment(1, 1), traffic, run.targets, ie.EngineConfig(), run
     )  # fmt: skip
     assert dict(ends) == eager and pickle.loads(pickle.dumps(ends)) == tuple(eager.items())
+
+
+def test_a_short_run_of_sessions_on_two_instances_counts_one_instances_requests():
+    """Sessions on two instances simulated together: the short-run note counts the requests
+    of one instance (about half the run's), where it had given the run's total as "per
+    instance"."""
+    run = ie.simulate_load(
+        "Llama 3 8B", "H100", gpus=1, instances=2, arrival_rate_per_s=4.0,
+        input_lengths="300", output_lengths="30", session_turns=3, think_time_s=2.0,
+        requests=120,
+    )  # fmt: skip
+    note = next(n for n in run.notes if n.startswith("only "))
+    each = int(note.split()[1])
+    assert run.requests > 150 and each == round(run.requests / 2), (run.requests, note)

@@ -686,7 +686,8 @@ def _rate_and_notes(setup: RunSetup, measured: Measured, window: Window):
             f"{rejected} of {n} requests never fit in the KV cache of one instance: "
             "they are rejected and count against goodput"
         )
-    notes += short_run_note(n, backlog, measured.arrivals.arrival_s, measured.latencies.e2e_s)
+    each = round(n / max(setup.instances_simulated, 1))  # its note counts one instance's
+    notes += short_run_note(each, backlog, measured.arrivals.arrival_s, measured.latencies.e2e_s)
     return rate_per_s, tuple(notes)
 
 
@@ -778,8 +779,7 @@ def _pools_energy(pools, output_tokens_per_s: float, busy: float, mfu: float) ->
 
 def _energy(setting: Setting, gpus: int, output_tokens_per_s: float, busy: float, mfu: float):
     """The energy fields of a run (§G2) from what the engine measured: over the window the
-    tensor cores work ``mfu / sustained fraction`` of the time, HBM streams the rest of the
-    busy time, and the GPUs idle between steps."""
+    tensor cores work ``mfu / sustained fraction`` of the time, HBM the rest of the busy time."""
     from ..serving.energy import energy_columns
 
     compute = min(mfu / setting.gpu.sustained_flop_fraction, busy)
