@@ -758,7 +758,7 @@ def _load_frontier_text(front, fmt: str) -> str:
     df = ranged_columns(df)
     title = (
         f"{len(df)} deployments on the frontier for {front.rate_per_s:g} req/s within {front.targets.describe()} "
-        f"({len(front.evaluated)} meet the targets); tok/s = 1 / mean TPOT, all-in $ per million output tokens"
+        f"({len(front.evaluated)} of the deployments simulated meet them); tok/s = 1 / mean TPOT, all-in $ per million output tokens"
     )
     notes = [
         *odds,
