@@ -131,3 +131,12 @@ def test_show_model_holds_the_kv_cache_the_engine_sizes():
     inst = instance_in(setting, EngineLayout(1, 1, 1.0))
     # the load engine's cache counts layer-positions: 32 layers a token
     assert inst.kv_capacity == pytest.approx(by_hand * 32, rel=1e-9)
+
+
+def test_a_context_sweeps_footer_says_each_row_has_its_own_context():
+    """A sweep of the context states each row's context in its row: its "Computed with" line
+    says so, where it had given the base setting's 1,000 tokens under rows at 8,000."""
+    args = ["sweep", "Llama 3 8B", "-H", "H100", "--param", "context", "--values", "1000,8000"]
+    out = CliRunner().invoke(main, [*args, "--grid-points", "60"]).output
+    footer = next(line for line in out.splitlines() if line.startswith("Computed with:"))
+    assert "context each row's value (swept)" in footer and "context 1,000 tokens" not in footer

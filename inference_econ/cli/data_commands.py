@@ -375,6 +375,9 @@ def sweep(
         )
     progress(f"base frontier of {setting.name}")
     result = api.sweep(setting, parameter, list(values), at_speed, progress, method)
+    swept = {"context": "context_tokens", "acceptance": "acceptance"}.get(parameter)
+    if swept in meta:  # a value each row states, not the base setting's
+        meta[swept] = "each row's value (swept)"
     title = f"{parameter}: {setting.name}"
     notes = _out_of_reach(result, given=at_speed is not None)
     click.echo(stated_table(result, format, setting, title, meta, notes), nl=False)
