@@ -70,12 +70,10 @@ def with_odds(
     ends = plan.intervals()
     factor = min(1.0, ends[f"max_rate_per_s_low{level}"] / plan.max_rate_per_s)
     note = ""
-    shortfall = plan.rate_per_s / (plan.max_rate_per_s * factor)  # over 1: copies needed
-    spread = 1.0
     if d.disaggregated:
-        # each pool holds at least the plan's load: the shortfall times its instances holds
-        # the offered load at the low end (the pools had been scaled by 1 / factor whatever
-        # the load, a dearer plan where the expected one already held it)
+        # each pool holds at least the plan's load, so its instances times the low end's
+        # shortfall (over 1: more copies needed) hold the offered load there
+        shortfall = plan.rate_per_s / (plan.max_rate_per_s * factor)
         pools = (d.instances, d.prefill_instances)
         scaled = [max(k, math.ceil(k * shortfall - 1e-9)) for k in pools]
         spread = min(s / k for s, k in zip(scaled, pools))
