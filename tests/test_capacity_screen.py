@@ -461,6 +461,25 @@ def test_a_confident_plan_past_max_gpus_is_the_cheapest_past_it():
     assert c.note.startswith("3 GPUs, over --max-gpus 2: no deployment within it")
 
 
+def test_a_screened_ask_under_max_gpus_with_candidates_never_run_plans(monkeypatch):
+    """Probes of 50 requests at 20 req/s under --max-gpus 1: the screened search leaves a
+    candidate unrun, its note naming the limit and no instances of its own; the confident
+    plan reads past it (the ranking of rows past the limit had raised on its missing count)."""
+    monkeypatch.setattr(screening, "SCREEN_REQUESTS", 50)
+    settings = [
+        make_setting("Llama 3 8B", g, assumptions="achievable", max_gpus=1)
+        for g in ("H100", "H200")
+    ]
+    _, prompts, outputs, targets = ASKS[0]
+    traffic = make_traffic(20, prompts, outputs, requests=200, seed=1)
+    load_search.clear_runs()
+    plan = capacity.cheapest_deployment(settings, traffic, targets, sizes=[1, 2], max_gpus=1)
+    unrun = plan.candidates[plan.candidates.note.astype(str).str.startswith("not searched")]
+    assert len(unrun) and unrun.instances.isna().all()
+    c = confident.confident_plan(plan, 0.9, None, settings, traffic).confident
+    assert c.usd_per_hour >= plan.result.usd_per_hour
+
+
 def test_a_confident_plan_within_max_gpus_ranks_before_a_cheaper_one_past_it():
     """(past --max-gpus, $/hour, -load held, GPUs): within the limit first whatever it
     costs; past it, or within, the cheapest; at one price the more load held."""

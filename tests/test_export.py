@@ -280,6 +280,12 @@ def test_a_capacity_exports_longest_request_is_its_traffics_cap_not_its_samples(
         output_lengths="300", requests=200,
     )  # fmt: skip
     assert 300 < plain.max_model_len < 10240 and plain.max_model_len % 256 == 0
+    # a session's later turns carry its history: longer than the law's cap, and held
+    sessions = api.export(
+        "Llama 3.1 8B", "H100", engine="sglang", **load, input_lengths="lognormal:1000:0.3:1100",
+        output_lengths="200", session_turns=3, requests=200,
+    )  # fmt: skip
+    assert sessions.max_model_len > 1100 + 200 + 1000, sessions.max_model_len
 
 
 def test_capacity_export_replays_the_plans_rate_and_targets():

@@ -378,6 +378,8 @@ def sweep(
     swept = {"context": "context_tokens", "acceptance": "acceptance"}.get(parameter)
     if swept in meta:  # a value each row states, not the base setting's
         meta[swept] = "each row's value (swept)"
+    if parameter == "acceptance" and "speculation" in meta:  # draft heads' own line
+        meta["speculation"] += "; the acceptance each row's value (swept)"
     title = f"{parameter}: {setting.name}"
     notes = _out_of_reach(result, given=at_speed is not None)
     click.echo(stated_table(result, format, setting, title, meta, notes), nl=False)

@@ -471,13 +471,14 @@ def capacity_plan(
         )
     s = traffic.stream()
     ctx = reference_context(traffic)
-    # each side's stated longest where its law caps it, else the longest the run drew (a
-    # traffic's lengths may have no upper end: a given --max-model-len caps its tail)
-    longest = max_model_len or round_length(
-        _longest_side(traffic.input_lengths, s.prompt_tokens)
-        + _longest_side(traffic.output_lengths, s.output_tokens),
-        setting.model.max_context_tokens,
+    # the longest request the run drew, or each side's stated longest where its law caps it
+    # if longer (a session's later turns and a shared prefix lengthen a prompt past its law's
+    # cap; a traffic's lengths may have no upper end: a given --max-model-len caps its tail)
+    drawn = float(np.max(s.prompt_tokens + s.output_tokens))
+    capped = _longest_side(traffic.input_lengths, s.prompt_tokens) + _longest_side(
+        traffic.output_lengths, s.output_tokens
     )
+    longest = max_model_len or round_length(max(drawn, capped), setting.model.max_context_tokens)
     batch = max(1, int(math.ceil(r.mean_batch)))
     prompt = float(np.mean(s.prompt_tokens))
     workers = _capacity_workers(capacity, engine, traffic, config, ctx, prompt, batch, longest)

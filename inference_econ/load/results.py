@@ -686,7 +686,7 @@ def _rate_and_notes(setup: RunSetup, measured: Measured, window: Window):
             f"{rejected} of {n} requests never fit in the KV cache of one instance: "
             "they are rejected and count against goodput"
         )
-    each = round(n / max(setup.instances_simulated, 1))  # its note counts one instance's
+    each = max(1, round(n / max(setup.instances_simulated, 1)))  # one instance's requests
     notes += short_run_note(each, backlog, measured.arrivals.arrival_s, measured.latencies.e2e_s)
     return rate_per_s, tuple(notes)
 

@@ -102,7 +102,12 @@ PAST_MAX_GPUS = "> --max-gpus"
 def past_max_gpus_only(row) -> bool:
     """Whether a candidate row is excluded only for needing more GPUs than ``--max-gpus``
     (its load held, instances and price are its own: ``_candidate``)."""
-    return bool(row.excluded) and PAST_MAX_GPUS in str(row.note) and bool(row.instances)
+    if not (bool(row.excluded) and PAST_MAX_GPUS in str(row.note)):
+        return False
+    # a candidate the screened search never ran says so too ("not searched: needs ..."), with
+    # no instances of its own
+    instances = row.instances
+    return instances is not None and not pd.isna(instances) and int(instances) > 0
 
 
 def knee_rows(

@@ -104,7 +104,8 @@ def with_odds(
         for option in _confident_options(plan, level, settings):
             c_usd, c_held, c_deployment, c_factor, hardware = option
             key = (_over(c_deployment, cap), c_usd, -c_held, c_deployment.gpus)
-            if c_usd >= r.usd_per_hour - 1e-9 and _placed_before(key, best):
+            # within the limit never cheaper than the expected plan; past it, what holds
+            if (key[0] or c_usd >= r.usd_per_hour - 1e-9) and _placed_before(key, best):
                 best = key
                 mtok = r.usd_per_m_output_tokens_all_in * c_usd / r.usd_per_hour
                 same = (
@@ -249,7 +250,9 @@ def confident_plan(
     (``_could_rank_first``), and a tie's test asks for as much load (``_confident_need``);
     the likeliest plan (on short answers themselves) is searched first. Exact, as those say:
     the plan found so far only improves, and every candidate left out ranks below it, so the
-    plan is the one every candidate searched in full gives, in any order."""
+    plan is the one every candidate searched in full gives, in any order (within
+    ``--max-gpus``; a plan past it, where none within holds, is the cheapest of the candidates
+    the search ran in full, which candidates past the limit do not join)."""
     level = int(round(100 * confidence))
     max_gpus = settings[0].max_gpus if settings else None
     ruled_out: set[tuple] = set()

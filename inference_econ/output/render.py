@@ -230,7 +230,8 @@ def describe_setting(meta: dict) -> str:
             draft += f", {_bits(m.pop('draft_weight_bits'))} weights"
         if "acceptance" in m:
             accepted = m.pop("acceptance")  # a number, or a sweep's "each row's value"
-            draft += f", acceptance {format_number(accepted) if isinstance(accepted, (int, float)) else accepted}"
+            shown = f"{accepted:g}" if isinstance(accepted, (int, float)) else accepted
+            draft += f", acceptance {shown}"
         if "max_draft_tokens" in m:
             n = m.pop("max_draft_tokens")
             draft += f", up to {n} draft {plural(n, 'token')}"
