@@ -1702,7 +1702,7 @@ def test_count_ends_are_made_when_read_once_and_as_the_eager_runs_give_them():
     """A run's count interval ends (four runs at the step time's interval ends) are made when
     first read: ``repr`` does not make them, two threads reading at once make them once, the
     interval table swapped after the run does not move them (their step factors are taken
-    with the run), and they equal ``count_intervals`` run at once; pickled as a tuple."""
+    with the run), and they equal the four runs made at once; pickled as a tuple."""
     import pickle
     import threading
 
@@ -1726,9 +1726,8 @@ def test_count_ends_are_made_when_read_once_and_as_the_eager_runs_give_them():
             t.join()
     assert made == [1] and "goodput_fraction_low80" in dict(ends)
     setting, traffic = run.setting, ie.make_traffic(20.0, "500", "50", requests=150)
-    eager = dep.count_intervals(
-        setting, ie.Deployment(1, 1), traffic, run.targets, ie.EngineConfig(), run
-    )  # fmt: skip
+    args = (setting, ie.Deployment(1, 1), traffic, run.targets, ie.EngineConfig(), run)
+    eager = dep._runs_at(dep._step_factors(run), *args)
     assert dict(ends) == eager and pickle.loads(pickle.dumps(ends)) == tuple(eager.items())
 
 

@@ -118,7 +118,7 @@ def simulate_load(
 
 
 def _simulated(setting, d, traffic, targets, config, progress, timeline: bool) -> LoadResult:
-    """The deployment's run with the interval ends of its counts (``count_intervals``) and,
+    """The deployment's run with the interval ends of its counts (``counted_ends``) and,
     with ``timeline``, the schedule of its own run (not of the interval ends' runs)."""
     from ..load.deployment import counted_ends, simulate_deployment
     from ..load.timeline import recording

@@ -167,7 +167,7 @@ def instance_for(
     return inst if factor == 1.0 else inst.slowed(factor)
 
 
-#: The counts of a simulated schedule that carry an interval (``count_intervals``), and the
+#: The counts of a simulated schedule that carry an interval (``counted_ends``), and the
 #: shares a run has only on some paths (None otherwise: prompt caching, speculation), which
 #: depend on the schedule as well (what the cache still holds, how full the batches are).
 COUNTS = ("preemptions", "rejected", "goodput_fraction")
@@ -213,35 +213,9 @@ def slower_engines(factor: float):
         _SLOWER.reset(token)
 
 
-def count_intervals(
-    setting: Setting,
-    deployment: Deployment,
-    traffic: Traffic,
-    targets: Targets,
-    config: EngineConfig,
-    result: LoadResult,
-) -> dict[str, float]:
-    """The interval columns of a run's simulated counts - preemptions, rejected requests, the
-    share of requests within the targets, and where the run has them the prompt cache's hit
-    rate and the share of speculative steps (docs/model.md §F12) - under an engine profile;
-    {} for an ideal bound or a stopped run.
-
-    The engine's step times are uncertain by the band of its time per output token
-    (``load_intervals``: the run's mean TPOT at each interval end over its value, ``k``): each
-    end is the same deployment and traffic (the same draws) simulated with every engine step
-    ``k`` times as long (``slower_engines``), and its counts are read as they come; a link's
-    transfer between pools is not an engine step and keeps its time."""
-    factors = _step_factors(result)
-    return (
-        {}
-        if factors is None
-        else _runs_at(factors, setting, deployment, traffic, targets, config, result)
-    )
-
-
 def _step_factors(result: LoadResult) -> tuple[float, ...] | None:
     """The engine step's factor at each interval end (low80, high80, low90, high90): the run's
-    mean time per output token there over its value; None where ``count_intervals`` gives no
+    mean time per output token there over its value; None where ``counted_ends`` gives no
     ends (an ideal bound, a stopped run, no time per output token)."""
     ends, tpot = load_intervals(result), result.tpot_s.mean
     have = interval_columns("tpot_mean_s")
@@ -251,7 +225,8 @@ def _step_factors(result: LoadResult) -> tuple[float, ...] | None:
 
 
 def _runs_at(factors, setting, deployment, traffic, targets, config, result) -> dict[str, float]:
-    """``count_intervals`` from its step factors (``_step_factors``): the four runs."""
+    """The count ends of ``counted_ends`` from its step factors (``_step_factors``): the four
+    runs."""
     out = {}
     for key, factor in zip(interval_keys(), factors):
         with slower_engines(factor):
@@ -269,9 +244,17 @@ def counted_ends(
     config: EngineConfig,
     result: LoadResult,
 ) -> CountEnds | None:
-    """``count_intervals`` of a run as a ``LoadResult``'s ``count_ends``: its step factors
-    taken now (the interval table as it is), its runs made when first read (``CountEnds``);
-    None where it gives none."""
+    """The interval columns of a run's simulated counts - preemptions, rejected requests, the
+    share of requests within the targets, and where the run has them the prompt cache's hit
+    rate and the share of speculative steps (docs/model.md §F12) - under an engine profile, as
+    a ``LoadResult``'s ``count_ends``; None for an ideal bound or a stopped run.
+
+    The engine's step times are uncertain by the band of its time per output token
+    (``load_intervals``: the run's mean TPOT at each interval end over its value, ``k``): each
+    end is the same deployment and traffic (the same draws) simulated with every engine step
+    ``k`` times as long (``slower_engines``), and its counts are read as they come; a link's
+    transfer between pools is not an engine step and keeps its time. The factors are taken
+    now (the interval table as it is), the runs when first read (``CountEnds``)."""
     factors = _step_factors(result)
     if factors is None:
         return None
@@ -280,7 +263,7 @@ def counted_ends(
 
 
 class CountEnds(Sequence[tuple[str, float]]):
-    """The (column, value) pairs of ``count_intervals``, its four runs made when first read:
+    """The (column, value) pairs of ``counted_ends``, its four runs made when first read:
     a caller that reads only a run's own figures does not pay for them (most of a simulation's
     work). Their step factors are taken when it is made, and the runs are made in a copy of
     the context they were asked in (a fixed layout, ``fixed_layout``), once, whichever thread
@@ -328,7 +311,7 @@ class CountEnds(Sequence[tuple[str, float]]):
 
 
 def _counted(result: LoadResult) -> list[str]:
-    """The schedule's figures ``count_intervals`` gives ends: ``COUNTS``, and those of
+    """The schedule's figures ``counted_ends`` gives ends: ``COUNTS``, and those of
     ``SCHEDULE_SHARES`` the run has."""
     return [*COUNTS, *(n for n in SCHEDULE_SHARES if getattr(result, n, None) is not None)]
 

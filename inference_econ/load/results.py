@@ -172,7 +172,7 @@ class LoadResult:
     #: ``stop``; None: the run is whole). Its figures cover the requests served by then, and
     #: it is judged only against those targets (``with_targets``).
     stopped_for: Targets | None = None
-    #: The interval columns of the simulated counts (``deployment.count_intervals``: runs at
+    #: The interval columns of the simulated counts (``deployment.counted_ends``: runs at
     #: the ends of the step time's band, made when first read), as (column, value) pairs.
     count_ends: Sequence[tuple[str, float]] = ()
     #: The simulated schedule step by step (``timeline.Timeline``), where it was asked for.
