@@ -556,6 +556,33 @@ def test_a_prefill_interval_never_implies_more_than_the_peak():
     assert row["input_tokens_per_s_high80"] == pytest.approx(11562, rel=1e-4)
 
 
+def test_a_steps_interval_never_passes_its_ideal_bound():
+    """Llama 3.1 8B on one H100 under vLLM's profile: 87.35 tok/s at batch 32, 106.5 at batch
+    1. The step's 90 % band reaches a time 0.51 x the prediction (169.8 and 207.1 tok/s), past
+    the refined bound of the same configuration (157.6 and 199.2 tok/s): the speed's fast end
+    stops at the bound, and so do the time's, the throughput's and the price's; the 80 % ends
+    (122.0 and 148.8 tok/s) are within it and stay."""
+    setting = make_setting("Llama 3.1 8B", "H100", assumptions="achievable", engine="vllm")
+    batch = np.array([32.0, 1.0])
+    got = ie.points(setting, gpus=1, batch=batch)
+    bound = ie.points(iv.ideal(setting), gpus=1, batch=batch)
+    assert got["tokens_per_s"].to_numpy() == pytest.approx([87.35, 106.53], rel=1e-3)
+    assert bound["tokens_per_s"].to_numpy() == pytest.approx([157.63, 199.21], rel=1e-3)
+    speed = got["tokens_per_s"].to_numpy()
+    band = iv.step_bands(setting, ["TP", "TP"])[0]
+    assert speed * np.exp(-band.q05) == pytest.approx([169.83, 207.12], rel=1e-3)  # unclipped
+    top = bound["tokens_per_s"].to_numpy()
+    assert got["tokens_per_s_high90"].to_numpy() == pytest.approx(top, rel=1e-9)
+    assert got["latency_s_low90"].to_numpy() == pytest.approx(bound["latency_s"], rel=1e-9)
+    assert got["throughput_tokens_per_s_high90"].to_numpy() == pytest.approx(top * batch)
+    price = got["usd_per_mtok"].to_numpy()
+    assert got["usd_per_mtok_low90"].to_numpy() == pytest.approx(price * speed / top, rel=1e-9)
+    assert got["tokens_per_s_high80"].to_numpy() == pytest.approx(
+        speed * np.exp(-band.q10), rel=1e-9
+    )
+    assert (got["tokens_per_s_high80"].to_numpy() < top).all()
+
+
 def _quantiles(band) -> tuple[float, ...]:
     return (band.q05, band.q10, band.q90, band.q95)
 

@@ -158,13 +158,15 @@ def test_shipped_classes_in_support_keep_their_band_and_empty_ones_extrapolate()
     )
 
 
-def test_a_fixed_batchs_time_per_token_takes_the_closed_loop_class():
+def test_a_fixed_batchs_step_takes_its_closed_loop_and_offline_classes():
     """DeepSeek-R1 on 8 B200 at batch 1 (tensor-parallel, TensorRT-LLM): its speed is a fixed
-    batch's time per token, the closed-loop class's (in support: AIConfigurator's runs of three
-    MoE models), 90 %: x0.60-x1.27 of TPOT as shipped (114-241 tok/s at 145). The server class
-    has no band of its own for it: the nearest, a dense one, centred, spans x0.45-x1.97 of TPOT
-    (74-320 tok/s), about twice as wide. Its time to first token and throughput keep the server
-    and offline classes."""
+    batch's step, which the residuals see two ways: as a time per token at a concurrency (the
+    closed-loop class, in support: AIConfigurator's runs of three MoE models; 90 %: x0.59-x1.24
+    of TPOT as shipped) and as an offline throughput (x0.78-x1.13 of the rate). Its band is the
+    envelope of both: 113-247 tok/s at 145, and its throughput and price take the same band,
+    so a batch of one's throughput has its speed's interval exactly. The server class has no
+    TPOT band of its own for it: the nearest, a dense one, centred, is about twice as wide.
+    Its time to first token and throughput keep the server and offline classes."""
     t = sp.classes()
     r1 = make_setting("DeepSeek-R1", "B200", assumptions="achievable")
     tpot = sp.figure_class(r1, "TPOT")
@@ -177,15 +179,21 @@ def test_a_fixed_batchs_time_per_token_takes_the_closed_loop_class():
     assert server.band.q95 - server.band.q05 > 1.9 * (own.band.q95 - own.band.q05)
     assert server.band.q10 + server.band.q90 == pytest.approx(0.0)
     assert sp.figure_class(r1, "TTFT").scenario == "server"
-    assert sp.figure_class(r1, "throughput").scenario == "offline"
+    rate_class = sp.figure_class(r1, "throughput")
+    assert rate_class.scenario == "offline"
     df = ie.points(r1, gpus=8, batch=np.array([1.0]))
-    speed, low, high = df[["tokens_per_s", "tokens_per_s_low90", "tokens_per_s_high90"]].iloc[0]
+    row = df.iloc[0]
+    speed, low, high = row[["tokens_per_s", "tokens_per_s_low90", "tokens_per_s_high90"]]
     per_round, as_of = t.drift.get("TPOT", (0.0, 0.0))
-    band = own.band.drifted(per_round * as_of)
-    assert low == pytest.approx(speed * np.exp(-band.q95)) and high == pytest.approx(
-        speed * np.exp(-band.q05)
-    )
-    assert 0.4 < low / speed < 0.9 < 1.1 < high / speed < 2.5
+    time = own.band.drifted(per_round * as_of)
+    rate = t.band(rate_class)
+    # a time's slow end is the later of the TPOT's and the inverted rate's: the speed's low end
+    assert low == pytest.approx(speed * np.exp(-max(time.q95, -rate.q05)))
+    assert high == pytest.approx(speed * np.exp(-min(time.q05, -rate.q95)))
+    assert low == pytest.approx(113.16, rel=1e-3) and high == pytest.approx(247.23, rel=1e-3)
+    for end in ("low90", "high90", "low80", "high80"):  # one step: one band
+        assert row[f"throughput_tokens_per_s_{end}"] == pytest.approx(row[f"tokens_per_s_{end}"])
+    assert row["usd_per_mtok_low90"] == pytest.approx(row["usd_per_mtok"] * speed / high)
 
 
 def test_a_closed_loop_run_is_classed_as_one():

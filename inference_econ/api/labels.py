@@ -226,11 +226,11 @@ def context_parallel_intervals(
     """
     import pandas as pd
 
+    from ..serving.derived_intervals import paired_ratio_intervals
     from ..serving.intervals import (
         CHAIN_FIGURES,
         CONTEXT_PARALLEL_FIGURES,
         bound_of_tokens,
-        paired_ratio_intervals,
         series_intervals,
     )
 

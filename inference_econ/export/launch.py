@@ -17,13 +17,8 @@ from pathlib import Path
 
 from ..errors import InfeasibleError, SpecError
 from ..model.latency import stated_experts
-from ..serving.intervals import (
-    interval_columns,
-    inverse_intervals,
-    load_intervals,
-    load_support,
-    renamed_intervals,
-)
+from ..serving.derived_intervals import inverse_intervals, renamed_intervals
+from ..serving.intervals import interval_columns, load_intervals, load_support
 from ..serving.memory import MemoryCheck, check_worker, require_fit
 from ..serving.setting import Setting
 from ..serving.speculative import SpecDecoding

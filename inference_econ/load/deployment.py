@@ -18,8 +18,9 @@ import numpy as np
 
 from ..errors import InfeasibleError, SpecError, plural
 from ..model.mixed_step import EngineLayout
+from ..serving.derived_intervals import nested_ends
 from ..serving.disaggregation import kv_transfer_s
-from ..serving.intervals import interval_columns, interval_keys, load_intervals, nested_ends
+from ..serving.intervals import interval_columns, interval_keys, load_intervals
 from ..serving.setting import Setting
 from .arrivals import Arrivals, Traffic
 from .engine import (

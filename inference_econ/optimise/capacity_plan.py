@@ -14,13 +14,8 @@ from ..load.deployment import Deployment
 from ..load.failures import Failures
 from ..load.results import LoadResult
 from ..load.targets import Targets
-from ..serving.intervals import (
-    FIGURES,
-    headroom_intervals,
-    held_intervals,
-    ideal,
-    load_intervals,
-)
+from ..serving.derived_intervals import headroom_intervals
+from ..serving.intervals import FIGURES, held_intervals, ideal, load_intervals
 from ..serving.setting import Setting
 
 

@@ -35,7 +35,8 @@ from ..load.arrivals import Traffic
 from ..load.demand import DemandCurve
 from ..load.engine import DEFAULT_ENGINE, EngineConfig
 from ..load.targets import Targets
-from ..serving.intervals import interval_columns, interval_keys, renamed_intervals
+from ..serving.derived_intervals import renamed_intervals
+from ..serving.intervals import interval_columns, interval_keys
 from ..serving.setting import Setting, price_gpu
 from ..serving.support import Support, plan_line
 from ..specs.bases import PriceBasis

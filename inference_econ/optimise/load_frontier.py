@@ -17,9 +17,7 @@ from ..load.arrivals import Traffic
 from ..load.deployment import Deployment
 from ..load.engine import DEFAULT_ENGINE, IDLE_COPIES, EngineConfig
 from ..load.targets import Targets
-from ..serving.intervals import (
-    inverse_intervals,
-)
+from ..serving.derived_intervals import inverse_intervals
 from ..serving.setting import Setting
 from .candidates import _instances_for, sizes_tried
 from .capacity import _planned_rate

@@ -206,8 +206,20 @@ class Decoder:
         if expected(self.setting):  # expected figures' intervals (§F12); a bound has none
             from .intervals import column_intervals
 
-            df.update(column_intervals(df, len(N), self.setting))
+            floor = None
+            if len(N):
+                floor = self.bound_latency(N, B, verify, layouts, draft_layouts)
+            df.update(column_intervals(df, len(N), self.setting, bound_time=floor))
         return df
+
+    def bound_latency(self, N, B, verify, layouts, draft_layouts) -> np.ndarray:
+        """Time per generated token of the setting's ideal bound at configurations (N, B) on
+        the same layouts and speculation cycle (``verify``): what the engine would reach there
+        with nothing lost (``intervals.within_bound``)."""
+        from .intervals import ideal
+
+        bound = Decoder(ideal(self.setting), self.integer_layouts)
+        return np.asarray(bound._breakdown(N, B, verify, layouts, draft_layouts).latency_s)
 
     def _ttft(self, N, B, verify, chosen: Layout, draft_layouts):
         """Time to first token on the chosen layouts, plus the draft's prefill where the

@@ -33,14 +33,8 @@ from ..model.values import Floats
 from ..model.workload import compile_workload
 from ..specs.engine import IDEAL_STEP_TOKEN_BUDGET
 from ..specs.schema import check_number
-from .intervals import (
-    LEVELS,
-    add_intervals,
-    expected,
-    figure_limits,
-    interval_columns,
-    nested_ends,
-)
+from .derived_intervals import nested_ends
+from .intervals import LEVELS, add_intervals, expected, figure_limits, interval_columns
 from .prefill import engine_chunks, prefill
 from .requests import check_request_context, instance_layout
 from .setting import Setting, whole_batch_kv_note

@@ -96,6 +96,13 @@ class Band:
             self.rows,
         )
 
+    def inverted(self) -> Band:
+        """The band of the inverse figure (a time's band from a rate's): each end negated and
+        the ends swapped."""
+        return Band(
+            -self.q95, -self.q90, -self.q10, -self.q05, f"{self.source}, inverted", self.rows
+        )
+
     def envelope(self, other: Band) -> Band:
         return Band(
             min(self.q05, other.q05),

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -41,19 +41,30 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+#: The band of one configuration's step (a fixed batch on a fixed layout: ``point``,
+#: ``frontier``, ``request``), in a time's orientation. Its time per output token, speed,
+#: throughput, price and MFU all follow from that one step, so they share one band: the
+#: envelope of its TPOT class's band and its throughput class's (inverted), the two ways the
+#: residuals see a step (a time at a concurrency, a rate offline; ``step_bands``). No two
+#: figures of a configuration then disagree, and the fast end stops at the ideal bound
+#: (``within_bound``).
+STEP = "step"
+#: The residual kinds a step's band is made of.
+STEP_KINDS: tuple[FigureKind, ...] = ("TPOT", "throughput")
+
 #: Columns that carry an interval: (kind, +1 where the column is in the kind's orientation,
 #: -1 where it is its inverse: a speed per request is 1/TPOT, a price per token is the GPUs'
-#: price over the throughput).
-FIGURES: dict[str, tuple[FigureKind, int]] = {
-    # one configuration (point, frontier, request)
-    "tokens_per_s": ("TPOT", -1),
-    "latency_s": ("TPOT", 1),
-    "usd_per_mtok": ("throughput", -1),
-    "throughput_tokens_per_s": ("throughput", 1),
-    "tokens_per_s_per_gpu": ("throughput", 1),
+#: price over the throughput, and in a step's band, a time's, proportional to the step).
+FIGURES: dict[str, tuple[str, int]] = {
+    # one configuration (point, frontier, request): its step's band
+    "tokens_per_s": (STEP, -1),
+    "latency_s": (STEP, 1),
+    "usd_per_mtok": (STEP, 1),
+    "throughput_tokens_per_s": (STEP, -1),
+    "tokens_per_s_per_gpu": (STEP, -1),
     "ttft_s": ("TTFT", 1),
-    "tpot_s": ("TPOT", 1),
-    "e2e_s": ("TPOT", 1),
+    "tpot_s": (STEP, 1),
+    "e2e_s": (STEP, 1),
     # serving under load (simulate, capacity)
     **{f"ttft_{s}_s": ("TTFT", 1) for s in ("mean", "p50", "p90", "p99")},
     **{f"tpot_{s}_s": ("TPOT", 1) for s in ("mean", "p50", "p90", "p99")},
@@ -75,14 +86,14 @@ FIGURES: dict[str, tuple[FigureKind, int]] = {
     "gpu_s_per_request_idle_charged": ("throughput", -1),
     "usd_per_request_idle_charged": ("throughput", -1),
 }
-#: The breakdown of a step (``model.breakdown``) carries the step's interval (its time per
-#: output token), scaled to each part: the parts add up to the step, and the measured error of
-#: a step is not attributed to its parts (no benchmark publishes them).
-FIGURES.update({name: ("TPOT", 1) for name in (*ADDITIVE_PARTS, *FULL_READS)})
-FIGURES.update({"memory_time_s": ("TPOT", 1), "compute_time_s": ("TPOT", 1)})
+#: The breakdown of a step (``model.breakdown``) carries the step's band, scaled to each part:
+#: the parts add up to the step, and the measured error of a step is not attributed to its
+#: parts (no benchmark publishes them).
+FIGURES.update({name: (STEP, 1) for name in (*ADDITIVE_PARTS, *FULL_READS)})
+FIGURES.update({"memory_time_s": (STEP, 1), "compute_time_s": (STEP, 1)})
 #: MFU is the work of the tokens a configuration serves per second over its peak: at a fixed
-#: work per token it moves with the throughput, and so does its interval.
-FIGURES["mfu"] = ("throughput", 1)
+#: work per token it moves with the throughput, the inverse of the step's time.
+FIGURES["mfu"] = (STEP, -1)
 #: A run under load: the requests in the engine (Little's law: at a given rate, the time each
 #: spends there), the share of time it steps and of the KV cache it fills grow with its time
 #: per output token, and carry that interval (the shares at most 1, the batch at most what an
@@ -92,6 +103,8 @@ FIGURES.update({n: ("TPOT", 1) for n in ("mean_batch", "busy_fraction", "peak_kv
 #: rate is exact where the deployment keeps up, else it carries the throughput's, as prices do.
 FIGURES["later_turn_ttft_p99_s"] = ("TTFT", 1)
 FIGURES["usd_per_session"] = ("throughput", -1)
+#: A run under load's figures: its MFU moves with the rate it reaches (throughput's band).
+LOAD_FIGURES: dict[str, tuple[str, int]] = {**FIGURES, "mfu": ("throughput", 1)}
 
 #: The power model's stated error (docs/model.md §G2): predicted over measured board watts,
 #: from its check against ML.ENERGY v3.0's measured power (Llama 3.1 8B/70B/405B on H100,
@@ -100,16 +113,22 @@ FIGURES["usd_per_session"] = ("throughput", -1)
 #: rows to calibrate quantiles: the band serves both levels and is stated, not measured for
 #: coverage.
 POWER_PREDICTED_OVER_MEASURED = (0.60, 1.10)
-#: Energy and power figures: their intervals propagate the throughput's band and the power
-#: band, each term (kind, orientation), their log ends added (the errors are not assumed to
-#: cancel: conservative). ``board_activity`` takes the power band through §G2's relation.
-COMPOSED: dict[str, tuple[tuple[str, int], ...]] = {
+#: Energy and power figures: their intervals propagate the speed's band and the power band,
+#: each term (kind, orientation), their log ends added (the errors are not assumed to cancel:
+#: conservative). ``board_activity`` takes the power band through §G2's relation. One
+#: configuration's energy moves with its step (``COMPOSED``), a run under load's with its
+#: throughput (``LOAD_COMPOSED``).
+LOAD_COMPOSED: dict[str, tuple[tuple[str, int], ...]] = {
     "joules_per_output_token": (("power", 1), ("throughput", -1)),
     "output_tokens_per_s_per_kw_it": (("throughput", 1), ("power", -1)),
     "output_tokens_per_s_per_mw_facility": (("throughput", 1), ("power", -1)),
     "gco2_per_mtok": (("power", 1), ("throughput", -1)),
     "it_power_w_per_gpu": (("power", 1),),
     "it_power_kw": (("power", 1),),
+}
+COMPOSED: dict[str, tuple[tuple[str, int], ...]] = {
+    name: tuple((STEP, -o) if k == "throughput" else (k, o) for k, o in terms)
+    for name, terms in LOAD_COMPOSED.items()
 }
 #: Every figure of one configuration with an interval, simple or composed.
 ACTIVITY = "board_activity"
@@ -141,16 +160,18 @@ CONTEXT_PARALLEL_FIGURES: dict[str, tuple[FigureKind, int]] = {
 }
 CHAIN_FIGURES = ("ring_attention_s", "kv_runahead_equal_s", "kv_runahead_balanced_s")
 #: The figures of a request (``request``): its prompt's prefill and input price are a time to
-#: first token's; the rest as ``FIGURES``.
-REQUEST_FIGURES: dict[str, tuple[FigureKind, int]] = {
+#: first token's, its decode step's time, output price and MFU its step's; the rest as
+#: ``FIGURES``.
+REQUEST_FIGURES: dict[str, tuple[str, int]] = {
     **FIGURES,
     "prefill_s": ("TTFT", 1),
     "draft_prefill_s": ("TTFT", 1),
-    "first_step_s": ("TPOT", 1),
     "usd_per_m_input_tokens": ("TTFT", 1),
     "usd_per_m_computed_input_tokens": ("TTFT", 1),
     "prefill_mfu": ("TTFT", -1),
-    "decode_mfu": ("throughput", 1),
+    # its decode is one configuration's step: its time, output price and MFU share its band
+    **{n: (STEP, 1) for n in ("first_step_s", "decode_latency_s", "usd_per_m_output_tokens")},
+    "decode_mfu": (STEP, -1),
 }
 #: Figures of a run under load whose intervals are its latencies'; its rates and prices
 #: carry the throughput interval only when the deployment does not keep up (then they are its
@@ -212,7 +233,7 @@ PeakCap = tuple[str, int, float]
 
 def bands(
     setting: Setting,
-    kind: FigureKind,
+    kind: str,
     gpus,
     bound,
     peak: PeakCap | None = None,
@@ -221,15 +242,53 @@ def bands(
 ):
     """The band of each configuration of ``setting`` (``class_bands``: its calibration class
     with ``layout``, one layout class or one per configuration, default tensor-parallel, and
-    ``scenario``, default the kind's), held within the peak (``within_peak``) where ``peak``
-    names this kind. ``bound`` (memory or compute) does not choose a class."""
+    ``scenario``, default the kind's; a step's for ``STEP``), held within the peak
+    (``within_peak``) where ``peak`` names this kind. ``bound`` (memory or compute) does not
+    choose a class."""
     n = np.size(gpus)
-    chosen = class_bands(
-        setting, kind, np.broadcast_to("TP" if layout is None else layout, n), scenario
-    )
+    layouts = np.broadcast_to("TP" if layout is None else layout, n)
+    if kind == STEP:
+        chosen = step_bands(setting, layouts, scenario)
+    else:
+        chosen = class_bands(setting, kind, layouts, scenario)
     if peak is None or peak[0] != kind:
         return chosen
     return within_peak(chosen, peak[1], peak[2])
+
+
+def step_bands(setting: Setting, layouts, scenario: str | None = None) -> list[Band]:
+    """The step's band of each configuration (``STEP``): the envelope of its TPOT class's
+    band and its throughput class's, inverted into a time's orientation."""
+    found: dict[str, Band] = {}
+    out = []
+    for layout in np.atleast_1d(layouts):
+        key = str(layout)
+        if key not in found:
+            (time,), (rate,) = (class_bands(setting, k, [key], scenario) for k in STEP_KINDS)
+            found[key] = time.envelope(rate.inverted())
+        out.append(found[key])
+    return out
+
+
+def kinds_of(names, figures=None) -> list[str]:
+    """The residual kinds behind figures ``names`` (``figures``, default ``FIGURES``): a
+    step's band stands for its TPOT and throughput classes."""
+    figures = FIGURES if figures is None else figures
+    out: list[str] = []
+    for name in names:
+        if name in figures:
+            kind = figures[name][0]
+            out.extend(STEP_KINDS if kind == STEP else (kind,))
+    return list(dict.fromkeys(out))
+
+
+def within_bound(lo: np.ndarray, hi: np.ndarray, floors) -> tuple[np.ndarray, np.ndarray]:
+    """A step's log ends ``lo``, ``hi`` (a time's orientation) no lower than each row's floor
+    (``floors``: the log of the ideal bound's step time over the figure's, at most 0; None for
+    none): no end of an interval is faster than the ideal bound of the same configuration."""
+    if floors is None:
+        return lo, hi
+    return np.maximum(lo, floors), np.maximum(hi, floors)
 
 
 def within_peak(chosen: list[Band], orientation: int, mfu: float) -> list[Band]:
@@ -253,7 +312,7 @@ def within_peak(chosen: list[Band], orientation: int, mfu: float) -> list[Band]:
 def support_column(setting: Setting, names, layouts, scenario=None) -> np.ndarray:
     """The ``support`` column of a table: for each row, the support of the least-supported
     kind among the figures ``names`` it carries intervals for (``Support.label``)."""
-    kinds = [FIGURES[n][0] for n in names if n in FIGURES] or ["throughput"]
+    kinds = kinds_of(names) or ["throughput"]
     found: dict[str, str] = {}
     out = np.empty(len(layouts), dtype=object)
     for i, layout in enumerate(layouts):
@@ -263,15 +322,17 @@ def support_column(setting: Setting, names, layouts, scenario=None) -> np.ndarra
     return out
 
 
-def limits(values, orientation: int, chosen: list[Band]) -> dict[str, np.ndarray]:
+def limits(values, orientation: int, chosen: list[Band], floors=None) -> dict[str, np.ndarray]:
     """{"low80": ..., "high80": ..., "low90": ..., "high90": ...} of figures ``values``, one
-    band per value."""
+    band per value, each no faster than its floor (``within_bound``) where ``floors`` is
+    given."""
     v = np.asarray(values, dtype=float)
     out = {}
     for level in LEVELS:
         lo_name, hi_name = QUANTILES[level]
         lo = np.array([getattr(b, lo_name) for b in chosen], dtype=float)
         hi = np.array([getattr(b, hi_name) for b in chosen], dtype=float)
+        lo, hi = within_bound(lo, hi, floors)
         if orientation < 0:
             lo, hi = -hi, -lo
         out[f"low{level}"], out[f"high{level}"] = v * np.exp(lo), v * np.exp(hi)
@@ -285,7 +346,14 @@ def _power_log_band() -> tuple[float, float]:
 
 
 def composed_limits(
-    terms, values, setting: Setting, gpus, bound, peak: PeakCap | None = None, where=None
+    terms,
+    values,
+    setting: Setting,
+    gpus,
+    bound,
+    peak: PeakCap | None = None,
+    where=None,
+    floors=None,
 ) -> dict[str, np.ndarray]:
     """``limits`` of a figure whose error is that of several (``COMPOSED``): each term's log
     ends, flipped where its orientation is -1, added end to end."""
@@ -296,9 +364,7 @@ def composed_limits(
     high = {level: np.zeros(n) for level in LEVELS}
     for kind, orientation in terms:
         chosen = (
-            None
-            if kind == "power"
-            else bands(setting, cast(FigureKind, kind), gpus, bound, peak, *(where or ()))
+            None if kind == "power" else bands(setting, kind, gpus, bound, peak, *_where(where, n))
         )
         for level in LEVELS:
             if chosen is None:
@@ -307,6 +373,7 @@ def composed_limits(
                 lo_name, hi_name = QUANTILES[level]
                 lo = np.array([getattr(b, lo_name) for b in chosen], dtype=float)
                 hi = np.array([getattr(b, hi_name) for b in chosen], dtype=float)
+                lo, hi = within_bound(lo, hi, floors if kind == STEP else None)
             if orientation < 0:
                 lo, hi = -hi, -lo
             low[level] += lo
@@ -353,11 +420,13 @@ def figure_limits(
     composed=None,
     peak=None,
     where=None,
+    floors=None,
 ) -> dict[str, np.ndarray]:
     """The interval ends (``limits``) of figure ``name``, one per value: a kind's band
     (``figures``, default ``FIGURES``), a composition (``composed``, default ``COMPOSED``)
     or the activity; ``peak`` holds one kind's bands within the peak, ``where`` is
-    (layouts, scenario) of its calibration class (``bands``)."""
+    (layouts, scenario) of its calibration class, ``floors`` the ideal bound's step time
+    over each figure's, logged (``bands``)."""
     figures = FIGURES if figures is None else figures
     composed = COMPOSED if composed is None else composed
     if name in figures:
@@ -372,8 +441,9 @@ def figure_limits(
                 np.broadcast_to(gpus, n),
                 np.broadcast_to(bound, n),
                 peak,
-                *(where or ()),
+                *_where(where, n),
             ),
+            floors if kind == STEP else None,
         )
         if name.endswith(("mfu", "_fraction")):  # at most the peak, the whole
             ends = {k: np.minimum(v, 1.0) for k, v in ends.items()}
@@ -383,10 +453,18 @@ def figure_limits(
         ends = activity_limits(activity_of_watts(values, setting), setting)
         return {k: v if power is None else it_power_w(power, v) for k, v in ends.items()}
     if name in composed:
-        return composed_limits(composed[name], values, setting, gpus, bound, peak, where)
+        return composed_limits(
+            composed[name], values, setting, gpus, bound, peak, where, floors
+        )  # fmt: skip
     if name == ACTIVITY:
         return activity_limits(values, setting)
     raise KeyError(name)
+
+
+def _where(where, n: int) -> tuple:
+    """(layouts, scenario) for ``bands``: ``where`` padded with their defaults."""
+    layouts, scenario = (*(where or ()), None, None)[:2]
+    return (layouts if layouts is not None else np.broadcast_to("TP", n)), scenario
 
 
 def has_interval(name: str, figures=None, composed=None) -> bool:
@@ -417,11 +495,20 @@ def add_intervals(
 
 
 def column_intervals(
-    columns, n: int, setting: Setting, bound=None, gpus=None, names=None, layout=None
+    columns,
+    n: int,
+    setting: Setting,
+    bound=None,
+    gpus=None,
+    names=None,
+    layout=None,
+    bound_time=None,
 ) -> dict[str, np.ndarray]:
     """The interval columns (in ``add_intervals``' order) of ``n`` rows given as ``columns``
     (a DataFrame or a dict of equal-length arrays: the pandas-free path), then their
-    ``support`` (``support_column``); {} for a bound. ``names``: only those figures."""
+    ``support`` (``support_column``); {} for a bound. ``names``: only those figures;
+    ``bound_time``: each row's step time under the ideal bound, which no step's end passes
+    (its ``latency_s`` against it: ``within_bound``)."""
     if not expected(setting) or n == 0:
         return {}
     bound = np.asarray(columns["bound"]) if bound is None else np.broadcast_to(bound, n)
@@ -432,14 +519,25 @@ def column_intervals(
         layouts = np.broadcast_to(np.asarray(layout, dtype=object), n).copy()
     out: dict[str, np.ndarray] = {}
     names = [c for c in (names or [c for c in columns if has_interval(c)]) if c in columns]
+    floors = None if bound_time is None else bound_floors(bound_time, columns["latency_s"])
     for name in names:
         values = np.asarray(columns[name], dtype=float)
-        ends = figure_limits(name, values, setting, gpus, bound, where=(layouts,))
+        ends = figure_limits(name, values, setting, gpus, bound, where=(layouts,), floors=floors)
         for column, (_, limits) in zip(interval_columns(name), _ordered(ends)):
             out[column] = limits
     if names:
         out["support"] = support_column(setting, names, layouts)
     return out
+
+
+def bound_floors(bound_time, time) -> np.ndarray:
+    """log(ideal step time / expected step time) of each row, at most 0 (a bound slower than
+    the figure clips nothing), -inf where the bound has no finite time."""
+    b, t = np.asarray(bound_time, dtype=float), np.asarray(time, dtype=float)
+    ok = np.isfinite(b) & (b > 0) & np.isfinite(t) & (t > 0)
+    ratio = np.where(ok, b / np.where(ok, t, 1.0), 0.0)
+    with np.errstate(divide="ignore"):
+        return np.minimum(np.log(ratio), 0.0)
 
 
 def _ordered(ends: dict) -> list:
@@ -493,7 +591,10 @@ def load_intervals(result) -> dict:
     )
     bound = load_bound(setting, result.mean_batch, ratio)
     where = load_where(result)
-    out = figure_intervals(row, names, setting, result.gpus_per_instance, bound, where=where)
+    out = figure_intervals(
+        row, names, setting, result.gpus_per_instance, bound, LOAD_FIGURES, LOAD_COMPOSED,
+        where=where,
+    )  # fmt: skip
     if result.closed_loop and math.isfinite(result.rate_per_s):  # the rate the clients reach
         reached = {"rate_per_s": FIGURES["throughput_requests_per_s"]}
         values = {"rate_per_s": result.rate_per_s}
@@ -624,80 +725,6 @@ def _peak(values: dict, figures) -> PeakCap | None:
     return (kind, orientation, mfu) if math.isfinite(mfu) else None
 
 
-def inverse_intervals(row: dict, source: str, name: str) -> dict:
-    """The interval columns of ``name`` = 1 / ``source`` (a speed per request from its mean
-    time per output token), from those of ``source`` in ``row``; {} if it has none."""
-    have = interval_columns(source)
-    if not all(c in row for c in have):
-        return {}
-    ends = [row[c] for c in have]  # low80, high80, low90, high90
-    inverse = [1.0 / ends[1], 1.0 / ends[0], 1.0 / ends[3], 1.0 / ends[2]]
-    return dict(zip(interval_columns(name), inverse))
-
-
-def ratio_intervals(row, numerator: str, denominator: str, name: str) -> dict:
-    """The interval columns of ``name`` = ``numerator`` / ``denominator`` from theirs in
-    ``row``, end against opposite end (their errors are not assumed paired: conservative);
-    {} where either has none (an ideal bound)."""
-    top, bottom = interval_columns(numerator), interval_columns(denominator)
-    if row is None or not all(c in row for c in (*top, *bottom)):
-        return {}
-    t, b = [float(row[c]) for c in top], [float(row[c]) for c in bottom]
-    ends = [t[0] / b[1], t[1] / b[0], t[2] / b[3], t[3] / b[2]]  # low80 high80 low90 high90
-    return dict(zip(interval_columns(name), ends))
-
-
-def nested_ends(at_ends, value: float) -> tuple[float, float, float, float]:
-    """(low80, high80, low90, high90) of a figure propagated through a rerun or a ratio:
-    ``at_ends`` its values with the engine at its step time's (or figures') low80, high80,
-    low90 and high90 ends, in any order of size. Each level spans the least and the most of
-    its two ends and the figure itself, and the 90 % interval holds the 80 %."""
-    a = [float(x) for x in at_ends]
-    low80, high80 = min(a[0], a[1], value), max(a[0], a[1], value)
-    return low80, high80, min(a[2], a[3], low80), max(a[2], a[3], high80)
-
-
-def paired_ratio_intervals(row, numerator: str, denominator: str, name: str) -> dict:
-    """The interval columns of ``name`` = ``numerator`` / ``denominator``, two figures of one
-    engine and one prompt, each at the same end of its own interval (the engine's error at the
-    same quantile in both: where they fall in one stratum it cancels, and the ratio is exact),
-    between the least and the most of those and the ratio itself; {} where either has none."""
-    top, bottom = interval_columns(numerator), interval_columns(denominator)
-    if row is None or not all(c in row for c in (*top, *bottom)):
-        return {}
-    value = float(row[numerator]) / float(row[denominator])
-    ends = [float(row[t]) / float(row[b]) for t, b in zip(top, bottom)]
-    return dict(zip(interval_columns(name), nested_ends(ends, value)))
-
-
-def headroom_intervals(row, rate_per_s: float, limits: dict[str, float]) -> dict:
-    """The interval columns of a plan's headrooms from those of the figures they are read
-    from in ``row``: ``load_headroom`` = max rate / offered rate − 1, and ``<m>_headroom`` =
-    1 − p99 / limit for each limit (``ttft``, ``tpot``, ``e2e``: the p99's high end is the
-    headroom's low end; below 0 the target would be missed there); {} for a bound."""
-    out: dict[str, float] = {}
-    held = interval_columns("max_rate_per_s")
-    if all(c in row for c in held):
-        ends = [float(row[c]) / rate_per_s - 1.0 for c in held]
-        out.update(zip(interval_columns("load_headroom"), ends))
-    for name, limit in limits.items():
-        p99 = interval_columns(f"{name}_p99_s")
-        if all(c in row for c in p99):
-            e = [1.0 - float(row[c]) / limit for c in p99]  # low80 high80 low90 high90 of p99
-            out.update(zip(interval_columns(f"{name}_headroom"), [e[1], e[0], e[3], e[2]]))
-    return out
-
-
-def renamed_intervals(row, source: str, name: str) -> dict:
-    """The interval columns of ``source`` in ``row`` (a mapping or a Series) under ``name``:
-    a figure taken from another result (a sweep's cheapest $/Mtok from its frontier's
-    cheapest point); {} if ``source`` has none there (an ideal bound)."""
-    have = interval_columns(source)
-    if row is None or not all(c in row for c in have):
-        return {}
-    return {new: float(row[old]) for old, new in zip(have, interval_columns(name))}
-
-
 def ideal(setting: Setting) -> Setting:
     """The setting's ideal bound: the same modelling choices with no engine profile (the
     achievable preset's bound is the refined preset) and so no engine's schedule (two-batch
@@ -719,6 +746,6 @@ def coverage_note(setting: Setting, layout: str = "TP", scenario=None, names=Non
     it has, and the band its intervals take instead (docs/model.md §F12); None in support."""
     if not expected(setting):
         return None
-    shown = [FIGURES[n][0] for n in names or () if n in FIGURES]
+    shown = kinds_of(names or ())
     s = support_of(setting, shown or ("throughput", "TPOT", "TTFT"), layout, scenario)
     return None if s.status == "in support" else support_line(s)

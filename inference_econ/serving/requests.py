@@ -12,7 +12,8 @@ from .. import settings as table
 from ..errors import SpecError, expect
 from ..model.layouts import check_whole_batch, check_whole_gpus, tp_dims
 from .decode import Decoder, chosen_layout, draft_prefill_layout
-from .intervals import REQUEST_FIGURES, ratio_intervals, series_intervals
+from .derived_intervals import ratio_intervals
+from .intervals import REQUEST_FIGURES, series_intervals
 from .prefill import ENGINE_CHUNK_TOKENS, cached_prompt_tokens, prefill
 from .setting import Setting, check_context
 from .speculative import combine

@@ -10,13 +10,8 @@ from .. import settings as table
 from ..errors import InfeasibleError, SpecError, article, expect
 from ..optimise.method import GRID, Method
 from ..optimise.optimiser import frontier
-from ..serving.intervals import (
-    PREFILL_COMPOSED,
-    PREFILL_FIGURES,
-    ratio_intervals,
-    renamed_intervals,
-    series_intervals,
-)
+from ..serving.derived_intervals import ratio_intervals, renamed_intervals
+from ..serving.intervals import PREFILL_COMPOSED, PREFILL_FIGURES, series_intervals
 from ..serving.prefill import prefill
 from ..serving.setting import make_setting
 from ..specs.schema import check_number

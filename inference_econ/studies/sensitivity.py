@@ -17,7 +17,8 @@ from .. import settings as table
 from ..errors import SpecError, did_you_mean, expect, short
 from ..optimise.method import GRID, Method
 from ..optimise.optimiser import frontier
-from ..serving.intervals import interval_columns, nested_ends, renamed_intervals
+from ..serving.derived_intervals import nested_ends, renamed_intervals
+from ..serving.intervals import interval_columns
 from ..serving.setting import Setting, check_windows
 from ..specs.hardware import derive
 from ..specs.schema import check_number
