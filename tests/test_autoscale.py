@@ -115,6 +115,24 @@ def test_the_outstanding_requests_policy_sees_the_backlog():
         make_policy("hpa", 1.5)
 
 
+def test_every_policy_starts_the_day_warm(arrivals):
+    """The first hour runs at 15 req/s on instances of 10 req/s: each policy starts with what
+    it wants with that load served (HPA at 0.8: ceil(15 / 8) = 2; KEDA at 0.8 of an instance's
+    1 s x 10 req/s outstanding: ceil(15 / 8) = 2; the planner with 0.2 headroom: 2), not from
+    an empty pool whose queue it then chases (KEDA had started with the pool's minimum, 1,
+    asked for 21 at its first poll and 110 within ten minutes, and missed 2,321 requests)."""
+    pool = ScaledPool(PER, startup_s=120.0, allowance_s=2.0)
+    for policy in (
+        TargetUtilisation(target=0.8),
+        OutstandingRequests(target=0.8),
+        SloHeadroom(target=0.2),
+    ):
+        run = simulate_scaled_day(arrivals, pool, policy)
+        assert run.ready[0] == run.asked[0] == 2, policy.name
+        assert run.asked[:600].max() <= 3, policy.name  # no chase of a cold queue
+        assert run.missed[:600].sum() == 0, policy.name
+
+
 def test_startup_delays_from_the_published_figures():
     from inference_econ.api import setting_of
 

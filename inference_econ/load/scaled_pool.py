@@ -14,6 +14,7 @@ waits there longer than the allowance (the TTFT target) has missed its targets.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 
@@ -113,14 +114,15 @@ def simulate_scaled_day(
     ``pool.startup_s`` later, scale-downs to the most wished for over the last
     ``pool.window_s`` (the stabilisation window), the instances asked for last removed first.
     ``initial`` instances serve from the start (None: what the policy wants at the first
-    hour's mean rate)."""
+    hour's mean rate, served: the day starts warm, not from an empty pool with a queue)."""
     counts = np.asarray(arrivals, dtype=float)
     every = max(1, int(round(policy.interval_s / bin_s)))
     delay = int(round(pool.startup_s / bin_s))
     window = int(round(pool.window_s / bin_s))
     if initial is None:
         first = float(counts[: int(SECONDS_PER_HOUR / bin_s)].mean()) / bin_s
-        initial = _wish(policy, pool, 0.0, first, (first,), 0, 0, 0.0)
+        serving = math.ceil(first / pool.per_instance) if pool.per_instance > 0 else 0
+        initial = _wish(policy, pool, 0.0, first, (first,), serving, 0, 0.0)
     state = _State(ready=initial, asked=initial)
     served, ready, asked = (np.empty(len(counts)) for _ in range(3))
     cap = pool.per_instance * bin_s
