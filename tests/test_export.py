@@ -182,8 +182,33 @@ def test_sglang_flags_are_sglang_0_5_3_and_router_arguments(plans, overlapped):
     assert "NODE_RANK" not in bundle.render(dense)["launch.sh"]
 
 
+TRT_RECORD = "trtllm-1.2.1.json"
+
+
+def check_trtllm_options(options: dict, api_fields: dict) -> None:
+    """Every key of a worker's extra LLM-API YAML, nested ones too, is a field TensorRT-LLM
+    1.2.1 reads there, each value within the values its record holds."""
+    values = api_fields["values"]
+    assert set(options) <= set(api_fields["TorchLlmArgs"])
+    assert set(options["kv_cache_config"]) <= set(api_fields["KvCacheConfig"])
+    assert options["kv_cache_config"]["dtype"] in values["KvCacheConfig.dtype"]
+    assert set(options["cuda_graph_config"]) <= set(api_fields["CudaGraphConfig"])
+    transceiver = options.get("cache_transceiver_config", {})
+    assert set(transceiver) <= set(api_fields["CacheTransceiverConfig"])
+    if transceiver:
+        assert transceiver["backend"] in values["CacheTransceiverConfig.backend"]
+    moe = options.get("moe_config", {})
+    assert set(moe) <= set(api_fields["MoeConfig"])
+    if "load_balancer" in moe:
+        assert set(moe["load_balancer"]) <= set(api_fields["MoeLoadBalancerConfig"])
+    spec = options.get("speculative_config")
+    if spec:
+        assert spec["decoding_type"] in api_fields["speculative_config"]["decoding_type"]
+        assert set(spec) <= set(api_fields["speculative_config"][spec["decoding_type"]])
+
+
 def test_trtllm_flags_and_llm_api_fields(plans):
-    rec = record("trtllm-fcd3f316.json")
+    rec = record(TRT_RECORD)
     api_fields = rec["llm_api"]
     for plan in plans["trtllm"]:
         for c in ec.commands(plan):
@@ -204,16 +229,9 @@ def test_trtllm_flags_and_llm_api_fields(plans):
                 assert argv[:2] == ["python3", "-c"] and "snapshot_download(" in argv[2]
                 continue
             check_argv(argv, rec["flags"], 2)
-            options = yaml.safe_load(c.files[argv[argv.index("--extra_llm_api_options") + 1]])
-            assert set(options) <= set(api_fields["TorchLlmArgs"])
-            assert set(options["kv_cache_config"]) <= set(api_fields["KvCacheConfig"])
-            assert set(options.get("cache_transceiver_config", {})) <= set(
-                api_fields["CacheTransceiverConfig"]
+            check_trtllm_options(
+                yaml.safe_load(c.files[argv[argv.index("--config") + 1]]), api_fields
             )
-            spec = options.get("speculative_config")
-            if spec:
-                assert spec["decoding_type"] in api_fields["speculative_config"]["decoding_type"]
-                assert set(spec) <= set(api_fields["speculative_config"][spec["decoding_type"]])
 
 
 def test_every_name_in_launch_flags_yaml_is_in_its_record():
@@ -225,10 +243,24 @@ def test_every_name_in_launch_flags_yaml_is_in_its_record():
         if "router" in names:
             router = record(names["router"]["record"])
             assert set(names["router"]["flags"].values()) <= set(router["flags"])
-    trt = record(data["engines"]["trtllm"]["record"])
-    assert set(data["engines"]["trtllm"]["llm_api"].values()) <= set(trt["llm_api"]["TorchLlmArgs"])
-    balancer = data["engines"]["trtllm"]["moe_load_balancer_config"].values()
-    assert set(balancer) <= set(trt["llm_api"]["MoeLoadBalancerConfig"])
+    trtllm = data["engines"]["trtllm"]
+    trt = record(trtllm["record"])["llm_api"]
+    assert set(trtllm["llm_api"].values()) <= set(trt["TorchLlmArgs"])
+    for section, fields in (("kv_cache_config", "KvCacheConfig"),
+                            ("cuda_graph_config", "CudaGraphConfig"),
+                            ("moe_config", "MoeConfig"),
+                            ("moe_load_balancer_config", "MoeLoadBalancerConfig"),
+                            ("cache_transceiver_config", "CacheTransceiverConfig")):  # fmt: skip
+        assert set(trtllm[section].values()) <= set(trt[fields]), section
+    spec = trt["speculative_config"]
+    assert set(trtllm["speculative_type"].values()) <= set(spec["decoding_type"])
+    assert set(trtllm["speculative_config"].values()) <= set().union(
+        *(spec[t] for t in trtllm["speculative_type"].values())
+    )
+    assert trtllm["cache_transceiver_backend"] in trt["values"]["CacheTransceiverConfig.backend"]
+    assert set(map(str, trtllm["kv_cache_dtype"].values())) <= set(
+        trt["values"]["KvCacheConfig.dtype"]
+    )
     eplb = record(data["engines"]["vllm"]["record"])["json_fields"]["--eplb-config"]["fields"]
     assert set(data["engines"]["vllm"]["eplb_config"].values()) <= set(eplb)
     sglang = data["engines"]["sglang"]
@@ -897,11 +929,11 @@ def test_a_draft_of_another_tokenizer_is_priced_but_not_exported():
     assert api.export("Llama 3 70B", "H100", engine="sglang", draft="Llama 3 8B", **point)
 
 
-def test_a_tensorrt_llm_draft_is_fetched_to_the_folder_its_backend_reads():
-    """TensorRT-LLM's PyTorch backend builds its draft from ``pytorch_weights_path``, a local
-    folder (``DraftTargetConfig``'s draft_model_path at the commit the export targets): the
-    options name that folder (a ``speculative_model`` repository had been ignored, no draft
-    loaded) and the script downloads the draft there on each node before the server starts."""
+def test_a_tensorrt_llm_draft_is_fetched_to_the_folder_its_options_name():
+    """TensorRT-LLM 1.2.1 loads a draft from ``speculative_model`` (DecodingBaseConfig: a Hub
+    id or a local folder; ``pytorch_weights_path`` is gone): the options name the folder the
+    script downloads the draft into on each node before the server starts, so every rank of
+    the copy finds it there."""
     plan = api.export("Llama 3.3 70B", "H100", engine="trtllm", gpus=4, batch=8,
                       prompt_tokens=2000, output_tokens=500, draft="Llama 3.1 8B")  # fmt: skip
     first, server = ec.commands(plan)
@@ -910,7 +942,7 @@ def test_a_tensorrt_llm_draft_is_fetched_to_the_folder_its_backend_reads():
     options = yaml.safe_load(server.files["trtllm-server.yaml"])
     assert options["speculative_config"] == {
         "decoding_type": "DraftTarget", "max_draft_len": plan.speculation[2],
-        "pytorch_weights_path": "./draft-model",
+        "speculative_model": "./draft-model",
     }  # fmt: skip
     script = api.launch_files(plan)["launch.sh"]
     assert script.index("snapshot_download") < script.index("trtllm-serve")

@@ -84,33 +84,33 @@ def test_vllm_launches_its_eplb_through_the_eplb_config_not_the_deprecated_flag(
     assert "--eplb-config '{\"num_redundant_experts\":32}'" in api.launch_files(plan)["launch.sh"]
 
 
-def test_trtllm_points_moe_load_balancer_at_a_yaml_of_the_plans_slots(balanced, tmp_path):
-    """TensorRT-LLM at fcd3f316 turns only a path into a MoeLoadBalancerConfig
-    (TorchLlmArgs.validate_moe_load_balancer): the worker's extra options name a file beside
-    them holding the slots, balanced online; a later export without copies removes it."""
+def test_trtllm_writes_its_moe_load_balancer_inline_with_the_plans_slots(balanced, tmp_path):
+    """TensorRT-LLM 1.2.1 takes the MoeLoadBalancerConfig inline in the worker's extra options
+    (``moe_config.load_balancer``, a dict, a MoeLoadBalancerConfig or a path: MoeConfig and
+    TorchLlmArgs.validate_load_balancer): the slots, balanced online, in trtllm-server.yaml,
+    and a later export without copies writes none."""
     plan = balanced["trtllm"]
     (w,) = plan.workers
     assert (w.tensor, w.attention_dp, w.expert) == (8, 8, 8)
-    api_fields = record("trtllm-fcd3f316.json")["llm_api"]
+    api_fields = record("trtllm-1.2.1.json")["llm_api"]
     (server,) = [c for c in ec.commands(plan) if c.role == "server"]
     argv = list(server.argv)
-    options = yaml.safe_load(server.files[argv[argv.index("--extra_llm_api_options") + 1]])
-    assert options["moe_load_balancer"] == "trtllm-server-eplb.yaml"
+    options = yaml.safe_load(server.files[argv[argv.index("--config") + 1]])
     assert options["enable_attention_dp"] is True
     assert set(options) <= set(api_fields["TorchLlmArgs"])
-    balancer = yaml.safe_load(server.files["trtllm-server-eplb.yaml"])
+    assert set(options["moe_config"]) <= set(api_fields["MoeConfig"])
+    balancer = options["moe_config"]["load_balancer"]
     assert balancer == {"num_slots": 288, "layer_updates_per_iter": 1}
     assert set(balancer) <= set(api_fields["MoeLoadBalancerConfig"])
+    assert set(server.files) == {"trtllm-server.yaml"}
     assert plan.notes[-1].endswith(
-        "placed by trtllm main@fcd3f316's MoE load balancer, online: moe_load_balancer: "
-        "trtllm-server-eplb.yaml in trtllm-server.yaml (num_slots: 288, layer_updates_per_iter: 1)."
+        "placed by trtllm 1.2.1's MoE load balancer, online: moe_config.load_balancer in "
+        "trtllm-server.yaml (num_slots: 288, layer_updates_per_iter: 1)."
     )
     api.write_launch_files(plan, tmp_path)
-    assert yaml.safe_load((tmp_path / "trtllm-server-eplb.yaml").read_text())["num_slots"] == 288
     plain = api.export("DeepSeek-R1", "H200", engine="trtllm", batch=256, **{**R1, "redundant_experts": 0})  # fmt: skip
     api.write_launch_files(plain, tmp_path)
-    assert not (tmp_path / "trtllm-server-eplb.yaml").exists()
-    assert "moe_load_balancer" not in (tmp_path / "trtllm-server.yaml").read_text()
+    assert "load_balancer" not in (tmp_path / "trtllm-server.yaml").read_text()
 
 
 def test_without_redundant_experts_an_export_is_as_it_was():
@@ -152,7 +152,7 @@ REFUSED = [
     ("trtllm", ["DeepSeek-R1", "--weight-bits", "8", "--gpus", "8", "--batch", "32",
                 "--redundant-experts", "32"],
      "is 32, but the plan's server worker (TP8, EP8) has no attention data parallelism, without "
-     "which trtllm main@fcd3f316 runs no MoE load balancer (leave --redundant-experts out, or "
+     "which trtllm 1.2.1 runs no MoE load balancer (leave --redundant-experts out, or "
      "plan a larger batch (attention data-parallel), or export for sglang or vllm)"),
 ]  # fmt: skip
 

@@ -191,7 +191,7 @@ def test_a_plan_priced_under_one_engines_overlap_launches_on_that_engine_only():
         "DeepSeek-R1", "H200", weight_bits=8, assumptions="achievable", engine="sglang",
         two_batch_overlap=True, context_tokens=1050,
     )  # fmt: skip
-    with pytest.raises(SpecError, match=r"trtllm main@fcd3f316 has no two-batch overlap"):
+    with pytest.raises(SpecError, match=r"trtllm 1\.2\.1 has no two-batch overlap"):
         launch.point_plan(s, "trtllm", 8, 256, 1000, 100)
     with pytest.raises(SpecError, match=r"figures price sglang's two micro-batches"):
         launch.point_plan(s, "vllm", 8, 256, 1000, 100)

@@ -340,7 +340,7 @@ def test_multi_node_flags_are_the_tools_own_arguments():
     sgl, vll = record("sglang-0.5.3.json"), record("vllm-0.11.0.json")
     ray, trt, mpi = (
         record("ray-2.48.0.json"),
-        record("trtllm-fcd3f316.json"),
+        record("trtllm-1.2.1.json"),
         record("openmpi-4.1.json"),
     )
     seen = set()

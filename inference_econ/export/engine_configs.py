@@ -16,7 +16,7 @@ import json
 
 from ..errors import SpecError
 from ..measured.layouts import attention_words
-from .eplb import sglang_arguments, trtllm_balancer, trtllm_file, vllm_arguments
+from .eplb import sglang_arguments, trtllm_balancer, vllm_arguments
 from .experts import uneven_experts
 from .launch import LaunchPlan, Worker, engine_names
 from .nodes import (
@@ -408,7 +408,8 @@ def _sglang(plan: LaunchPlan) -> list[Command]:
 
 # --- TensorRT-LLM ------------------------------------------------------------------------------
 def trtllm_options(plan: LaunchPlan, w: Worker) -> dict:
-    """The extra LLM-API options (``--extra_llm_api_options``) of one worker."""
+    """The extra LLM-API options (``--config``) of one worker: TorchLlmArgs fields and their
+    nested configs (tensorrt_llm/llmapi/llm_args.py of TensorRT-LLM 1.2.1)."""
     from ..specs.engine import load_engine
 
     names = engine_names("trtllm")
@@ -417,42 +418,55 @@ def trtllm_options(plan: LaunchPlan, w: Worker) -> dict:
         _refuse_layout(
             plan, w, "its attention data parallelism spans the whole tensor group or none"
         )
-    graphs = min(w.batch, load_engine("trtllm").cuda_graph_max_batch)
-    kv = names["kv_cache_config"]
-    out = {
-        api["kv_cache_dtype"]: _kv_dtype(names, plan),
+    kv, graph = names["kv_cache_config"], names["cuda_graph_config"]
+    out: dict = {
         api["attention_dp"]: w.attention_dp > 1,
-        api["cuda_graph"]: True,
-        api["cuda_graph_max_batch"]: int(graphs),
-        api["cuda_graph_padding"]: True,
+        # graphs up to the batch, padded up to the nearest (CudaGraphConfig: the sizes are
+        # generated from max_batch_size; enable_padding rounds a batch up to one)
+        api["cuda_graph"]: {
+            graph["max_batch"]: int(min(w.batch, load_engine("trtllm").cuda_graph_max_batch)),
+            graph["padding"]: True,
+        },
         api["chunked_prefill"]: True,
         api["kv_cache"]: {
             kv["free_fraction"]: float(_fraction(plan)),
             kv["block_reuse"]: bool(plan.prefix_caching),  # reuse as the plan priced it
+            kv["dtype"]: _kv_dtype(names, plan),
         },
     }
     if plan.speculation:
-        kind, draft, tokens = plan.speculation
-        spec = {"decoding_type": names["speculative_type"][kind]}
-        spec["num_nextn_predict_layers" if kind == "mtp" else "max_draft_len"] = int(tokens)
-        if draft:  # read from the local folder the script downloads it to (``_trtllm``)
-            spec["pytorch_weights_path"] = f"./{TRTLLM_DRAFT_DIR}"
-        out[api["speculative"]] = spec
-    if w.role != "server":
+        out[api["speculative"]] = _trtllm_speculation(plan, names)
+    if w.role != "server":  # the KV cache's transfer between the pools
+        c = names["cache_transceiver_config"]
         out[api["cache_transceiver"]] = {
-            names["cache_transceiver_config"]["buffer_tokens"]: plan.max_model_len
+            c["backend"]: names["cache_transceiver_backend"],
+            c["buffer_tokens"]: plan.max_model_len,
         }
-    if w.role == "prefill":
+    if w.role == "prefill":  # disaggregated context servers run without it (1.2.1's docs)
         out[api["overlap_off"]] = True
-    if trtllm_balancer(plan, names):  # read from the file the launch writes beside (``_trtllm``)
-        out[api["load_balancer"]] = trtllm_file(w.role)
+    balancer = trtllm_balancer(plan, names)
+    if balancer:  # MoeConfig.load_balancer takes the MoeLoadBalancerConfig inline
+        out[api["moe"]] = {names["moe_config"]["load_balancer"]: balancer}
     return out
 
 
-#: Where a TensorRT-LLM launch puts its draft model: its PyTorch backend reads a draft from a
-#: local folder only (``DraftTargetConfig``'s draft_model_path is ``pytorch_weights_path``,
-#: tensorrt_llm/llmapi/llm_args.py at the commit the export targets), so the script fetches
-#: the draft there on each node first.
+def _trtllm_speculation(plan: LaunchPlan, names: dict) -> dict:
+    """The speculative_config of the plan's speculation (DecodingBaseConfig.from_dict picks the
+    class by decoding_type): MTP's layers, else the draft length, and the draft's or EAGLE
+    head's folder (``speculative_model``)."""
+    kind, draft, tokens = plan.speculation  # type: ignore[misc]
+    f = names["speculative_config"]
+    spec: dict = {f["type"]: names["speculative_type"][kind]}
+    spec[f["mtp_layers"] if kind == "mtp" else f["draft_len"]] = int(tokens)
+    if draft:  # read from the local folder the script downloads it to (``_trtllm``)
+        spec[f["model"]] = f"./{TRTLLM_DRAFT_DIR}"
+    return spec
+
+
+#: Where a TensorRT-LLM launch puts its draft model or EAGLE head: ``speculative_model``
+#: takes a Hub id or a local folder (DecodingBaseConfig, tensorrt_llm/llmapi/llm_args.py of
+#: 1.2.1); the script fetches it into this folder on each node before the servers start, so
+#: that every rank of a copy finds it there.
 TRTLLM_DRAFT_DIR = "draft-model"
 
 
@@ -500,9 +514,6 @@ def _trtllm(plan: LaunchPlan) -> list[Command]:
             f["extra"], file,
         ]  # fmt: skip
         files = {file: yaml.safe_dump(trtllm_options(plan, w), sort_keys=False)}
-        balancer = trtllm_balancer(plan, names)
-        if balancer:  # moe_load_balancer takes only a path at fcd3f316 (``eplb.py``)
-            files[trtllm_file(w.role)] = yaml.safe_dump(balancer, sort_keys=False)
         for port, place in zip(ports[w.role], placed[w.role]):
             full = (*argv, f["host"], "0.0.0.0", f["port"], str(port))
             if place.nodes > 1:  # MPI starts every rank of the copy from its first node

@@ -39,8 +39,8 @@ ARCHITECTURES = (
 #: GLM-4.5), gpt_oss.py, qwen2_moe.py, qwen3_moe.py, qwen3_next.py (sglang/srt/models).
 #: TensorRT-LLM creates its MoE load balancer only for the architectures of
 #: ``moe_model_arch_list`` (tensorrt_llm/_torch/modules/fused_moe/moe_load_balancer.py; the
-#: list as of commit 56851033, the only version of that file the sources hold, none at
-#: fcd3f316) and ignores the configuration elsewhere.
+#: list as of commit 56851033, the only version of that file the sources hold: the 1.2.1
+#: release's is not among them) and ignores the configuration elsewhere.
 BALANCED = {
     "vllm": frozenset(
         {
@@ -93,11 +93,6 @@ def architecture(setting) -> str | None:
     return next((a for pattern, a in ARCHITECTURES if re.match(pattern, repo)), None)
 
 
-def trtllm_file(role: str) -> str:
-    """The MoeLoadBalancerConfig YAML of a TensorRT-LLM worker, beside its extra options."""
-    return f"trtllm-{role}-eplb.yaml"
-
-
 def vllm_arguments(plan, names: dict) -> list[str]:
     """vLLM's EPLB and the plan's copies: ``--enable-eplb --eplb-config {...}`` (none at 0)."""
     r = int(plan.setting.model.redundant_experts)
@@ -118,7 +113,9 @@ def sglang_arguments(plan, names: dict) -> list[str]:
 
 
 def trtllm_balancer(plan, names: dict) -> dict:
-    """TensorRT-LLM's MoeLoadBalancerConfig of the plan's slots, balanced online ({} at 0)."""
+    """TensorRT-LLM's MoeLoadBalancerConfig of the plan's slots, balanced online ({} at 0):
+    ``moe_config.load_balancer`` of the worker's extra options takes it inline (MoeConfig,
+    tensorrt_llm/llmapi/llm_args.py of 1.2.1)."""
     r = int(plan.setting.model.redundant_experts)
     if not r:
         return {}
@@ -244,11 +241,9 @@ def _note(plan, names: dict, experts: int, r: int) -> str:
         f"({experts + r} slots for its {experts} experts, {spread}), placed by "
     )
     if plan.engine == "trtllm":
-        field = names["llm_api"]["load_balancer"]
+        field = f"{names['llm_api']['moe']}.{names['moe_config']['load_balancer']}"
         config = ", ".join(f"{k}: {v}" for k, v in trtllm_balancer(plan, names).items())
-        files = "; ".join(
-            f"{field}: {trtllm_file(w.role)} in trtllm-{w.role}.yaml" for w in plan.workers
-        )
-        return f"{held}{version}'s MoE load balancer, online: {files} ({config})."
+        files = ", ".join(f"trtllm-{w.role}.yaml" for w in plan.workers)
+        return f"{held}{version}'s MoE load balancer, online: {field} in {files} ({config})."
     args = (vllm_arguments if plan.engine == "vllm" else sglang_arguments)(plan, names)
     return f"{held}{version}'s EPLB: {' '.join(args)}."

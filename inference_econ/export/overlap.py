@@ -15,7 +15,8 @@ What each engine version runs, from its source:
   split needs: ``TboDPAttentionPreparer``, sglang/srt/two_batch_overlap.py).
 * vLLM 0.11.0: ``--enable-dbo`` with ``VLLM_ALL2ALL_BACKEND`` deepep_low_latency or
   deepep_high_throughput (asserted by VllmConfig, vllm/config/__init__.py).
-* TensorRT-LLM: none at the commit the export names.
+* TensorRT-LLM 1.2.1: none (no TorchLlmArgs field or trtllm-serve option splits a step in
+  two micro-batches, tensorrt_llm/llmapi/llm_args.py, tensorrt_llm/commands/serve.py).
 """
 
 from __future__ import annotations
