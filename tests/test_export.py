@@ -234,6 +234,27 @@ def test_trtllm_flags_and_llm_api_fields(plans):
             )
 
 
+def test_trtllm_chunks_prompts_as_the_plan_priced_them(plans):
+    """TensorRT-LLM's profile prices whole prompts (``enable_chunked_prefill`` defaults to
+    False): the dense point (2,000-token prompts, max model length 2,500 within the 8,192
+    tokens of a step) launches without chunking. A plan whose requests can pass a step's
+    tokens (12,000-token prompts) launches with it, as the engine cannot schedule them whole,
+    and says so in its header."""
+    dense = plans["trtllm"][0]
+    assert dense.max_model_len < dense.workers[0].token_budget
+    assert ec.trtllm_options(dense, dense.workers[0])["enable_chunked_prefill"] is False
+    assert not any("enable_chunked_prefill" in line for line in ec._header(dense))
+    long = api.export(
+        "Llama 3.1 8B", "H100", engine="trtllm", gpus=1, batch=4,
+        prompt_tokens=12000, output_tokens=500,
+    )  # fmt: skip
+    w = long.workers[0]
+    assert long.max_model_len > w.token_budget == 8192
+    assert ec.trtllm_options(long, w)["enable_chunked_prefill"] is True
+    note = [line for line in ec._header(long) if "enable_chunked_prefill is on" in line]
+    assert len(note) == 1 and "8,192 (max_num_tokens)" in note[0]
+
+
 def test_every_name_in_launch_flags_yaml_is_in_its_record():
     data = launch_flags()
     for engine, names in data["engines"].items():

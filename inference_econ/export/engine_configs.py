@@ -427,7 +427,7 @@ def trtllm_options(plan: LaunchPlan, w: Worker) -> dict:
             graph["max_batch"]: int(min(w.batch, load_engine("trtllm").cuda_graph_max_batch)),
             graph["padding"]: True,
         },
-        api["chunked_prefill"]: True,
+        api["chunked_prefill"]: chunked_prefill(plan, w),
         api["kv_cache"]: {
             kv["free_fraction"]: float(_fraction(plan)),
             kv["block_reuse"]: bool(plan.prefix_caching),  # reuse as the plan priced it
@@ -448,6 +448,32 @@ def trtllm_options(plan: LaunchPlan, w: Worker) -> dict:
     if balancer:  # MoeConfig.load_balancer takes the MoeLoadBalancerConfig inline
         out[api["moe"]] = {names["moe_config"]["load_balancer"]: balancer}
     return out
+
+
+def chunked_prefill(plan: LaunchPlan, w: Worker) -> bool:
+    """Whether a TensorRT-LLM worker chunks its prompts: as the plan's engine profile priced
+    them (``EngineProfile.prefill``: TensorRT-LLM's default is whole prompts, as
+    ``enable_chunked_prefill`` defaults to False), and also where a request may be longer than
+    a step's tokens (``max_num_tokens``), which an engine without chunking cannot schedule."""
+    prof = plan.setting.assumptions.profile()
+    mode = prof.prefill if prof is not None else "chunked"  # the ideal engine chunks
+    return mode in ("chunked", "chunked_separate") or plan.max_model_len > w.token_budget
+
+
+def _chunking_note(plan: LaunchPlan) -> list[str]:
+    """A line where a TensorRT-LLM worker chunks prompts the plan priced whole."""
+    prof = plan.setting.assumptions.profile()
+    if plan.engine != "trtllm" or prof is None or prof.prefill not in ("whole", "separate"):
+        return []
+    over = [w for w in plan.workers if chunked_prefill(plan, w)]
+    if not over:
+        return []
+    return [
+        f"enable_chunked_prefill is on: a request of up to {plan.max_model_len:,} tokens is "
+        f"longer than a step's {over[0].token_budget:,} (max_num_tokens), which TensorRT-LLM "
+        "schedules only in chunks; the plan priced prompts that fit a step whole, so the "
+        "engine's chunks of them may move its TTFT and TPOT a little"
+    ]
 
 
 def _trtllm_speculation(plan: LaunchPlan, names: dict) -> dict:
@@ -583,6 +609,7 @@ def _header(plan: LaunchPlan) -> list[str]:
         "memory check (the model's accounting under the engine's profile, docs/model.md §F8):",
         *[f"  {w.count} x {w.memory.describe()}" for w in plan.workers],
         *plan.notes,
+        *_chunking_note(plan),
     ]
     if plan.disaggregated and plan.engine == "vllm":
         lines += [
