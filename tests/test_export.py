@@ -489,6 +489,25 @@ def test_layouts_an_engine_cannot_run_are_refused(plans):
         assert "whole number of requests" in r.output and "GPUs" not in r.output, r.output
 
 
+def test_export_takes_speculation_as_point_does(tmp_path):
+    """``export`` takes draft heads and their acceptance from the command line, as ``point``
+    and ``frontier`` do: DeepSeek-V3's MTP with at most 3 tokens a cycle launches its MTP
+    module for 2 (heads draft one token fewer than a cycle yields)."""
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    out = tmp_path / "mtp"
+    r = CliRunner().invoke(main, ["export", "DeepSeek-V3", "-H", "H200", "--engine", "trtllm",
+                                  "--gpus", "8", "--batch", "4", "--prompt-tokens", "200",
+                                  "--output-tokens", "50", "--weight-bits", "8",
+                                  "--draft-heads", "mtp", "--acceptance", "0.7",
+                                  "--max-draft", "3", "--out", str(out), "-q"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    options = yaml.safe_load((out / "trtllm-server.yaml").read_text())
+    assert options["speculative_config"] == {"decoding_type": "MTP", "num_nextn_predict_layers": 2}
+
+
 # --- reading benchmark tools' result files ------------------------------------------------------
 def test_vllm_bench_files_read_as_measured_rows():
     run = json.loads((RESULTS / "vllm-bench-concurrency.json").read_text())

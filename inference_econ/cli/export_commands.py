@@ -38,7 +38,15 @@ SERVED = (
     "pipeline",
     "assumptions",
     "clock",
+    # speculation, as point and frontier take it: a draft model or draft heads (MTP, EAGLE)
     "draft",
+    "draft_weight_bits",
+    "draft_heads",
+    "eagle_layers",
+    "tree_branching",
+    "acceptance",
+    "acceptance_by_position",
+    "max_draft_tokens",
 )
 
 
