@@ -106,7 +106,6 @@ def simulate_load(
     with fixed_layout(d.gpus_per_instance, layout):
         result = _simulated(setting, d, traffic, targets, config, progress, timeline)
     if result.requests and result.rejected >= result.requests:
-        _past_window(setting, traffic, result.requests)
         raise InfeasibleError(
             f"no request fits in one instance's KV cache: all {result.requests} requests "
             f"({traffic.describe(with_rate=False)}) were rejected on {d.describe()} "
@@ -116,21 +115,6 @@ def simulate_load(
     if result.overloaded_note:
         warn(result.overloaded_note)
     return result
-
-
-def _past_window(setting, traffic, n: int) -> None:
-    """Refuse a run whose every request is longer than the model's window (each rejected, as
-    an engine refuses them), naming the window."""
-    import numpy as np
-
-    window = setting.model.max_context_tokens
-    s = traffic.stream()
-    if window is not None and len(s) and bool(np.all(s.prompt_tokens + s.output_tokens > window)):
-        raise InfeasibleError(
-            f"every request is longer than the window of {setting.model.name} ({window:,} "
-            f"tokens): all {n} requests ({traffic.describe(with_rate=False)}) were rejected, as "
-            "an engine refuses them; give shorter requests (--prompt-tokens, --output-tokens)"
-        )
 
 
 def _simulated(setting, d, traffic, targets, config, progress, timeline: bool) -> LoadResult:

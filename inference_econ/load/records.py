@@ -31,7 +31,7 @@ class RunRecord:
     finish_s: np.ndarray  # absolute completion time (NaN: rejected)
     admitted_s: np.ndarray  # when each request last entered the batch (NaN: never)
     preemptions: np.ndarray  # times each request was preempted
-    rejected: np.ndarray  # requests never fit in the KV cache, or past the model's window
+    rejected: np.ndarray  # requests whose prompt and output never fit in the KV cache
     busy_s: float  # time spent in steps
     prefill_s: float  # the part of step time that prompt tokens added
     flop: float  # model FLOP of every step
@@ -70,7 +70,7 @@ class Requests:
     read several times faster than a numpy array's; the values are the same floats and
     integers) and turned into arrays for the record (``record``)."""
 
-    def __init__(self, arrivals: Arrivals, prefilled, full, cap, too_long=None) -> None:
+    def __init__(self, arrivals: Arrivals, prefilled, full, cap) -> None:
         n = len(arrivals)
         self.n = n
         self.n_in = arrivals.prompt_tokens.astype(np.int64).tolist()
@@ -90,9 +90,7 @@ class Requests:
             self.gen, self.needs_prefill = [0] * n, [True] * n
         full = np.broadcast_to(np.asarray(full, dtype=float), (n,))
         self.full = full.tolist()
-        # rejected: a request whose KV cache the instance never holds, or one longer than the
-        # model's window (``too_long``, which an engine refuses)
-        self.rejected_mask = full > cap if too_long is None else (full > cap) | too_long
+        self.rejected_mask = full > cap
         self.rejected = self.rejected_mask.tolist()
         self.seq = [0] * n  # admission order
         #: The progress (its engine's ``G``) at which each decoding request has all its tokens.

@@ -683,8 +683,8 @@ def _rate_and_notes(setup: RunSetup, measured: Measured, window: Window):
     notes += sessions_notes(window.pace, n, setup.instances_simulated)
     if rejected:
         notes.append(
-            f"{rejected} of {n} requests never fit in the KV cache of one instance or are longer "
-            "than the model's window: they are rejected and count against goodput"
+            f"{rejected} of {n} requests never fit in the KV cache of one instance: "
+            "they are rejected and count against goodput"
         )
     each = max(1, round(n / max(setup.instances_simulated, 1)))  # one instance's requests
     notes += short_run_note(each, backlog, measured.arrivals.arrival_s, measured.latencies.e2e_s)

@@ -49,9 +49,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import SpecError, warn
+from ..errors import SpecError
 from ..model.mixed_step import StepTable
-from ..specs.catalog import display_path
+from ..serving.setting import check_context
 from ..specs.collector import gc_paused
 from .arrivals import Arrivals
 from .decode_runs import DecodeRuns
@@ -511,32 +511,13 @@ def cache_counted_in_reads(instance: Instance, arrivals: Arrivals) -> Instance:
 
 
 def _checked(instance: Instance, arrivals: Arrivals, prefilled) -> Requests:
-    """The run's requests, those longer than the model's window rejected (``past_window``)."""
     n = len(arrivals)
+    if n:  # the longest request against the model's window
+        longest = np.max(arrivals.prompt_tokens + arrivals.output_tokens)
+        check_context(instance.setting.model, float(longest))
     flags = np.broadcast_to(np.asarray(prefilled, dtype=bool), (n,))
     peak = arrivals.prompt_tokens.astype(np.int64) + arrivals.output_tokens - 1
-    over = past_window(instance.setting.model, arrivals)
-    return Requests(arrivals, flags, instance.positions(peak), instance.kv_capacity, over)
-
-
-def past_window(model, arrivals: Arrivals) -> np.ndarray | None:
-    """Which requests (prompt and output) are longer than the model's window: an engine serves
-    a model up to its window (its default max model length) and refuses a longer request, so
-    the run rejects them, with a warning saying how many; None where none is."""
-    window = model.max_context_tokens
-    if window is None or not len(arrivals):
-        return None
-    over = (arrivals.prompt_tokens + arrivals.output_tokens) > window
-    k = int(np.count_nonzero(over))
-    if not k:
-        return None
-    where = display_path(model.source_file) or "its spec"
-    warn(
-        f"{k:,} of {len(arrivals):,} requests are longer than the window of {model.name} "
-        f"({window:,} tokens, max_context_tokens in {where}): rejected, as an engine refuses "
-        "a request past its max model length"
-    )
-    return over
+    return Requests(arrivals, flags, instance.positions(peak), instance.kv_capacity)
 
 
 def simulate(
