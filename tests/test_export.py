@@ -237,13 +237,20 @@ def test_trtllm_flags_and_llm_api_fields(plans):
 def test_trtllm_chunks_prompts_as_the_plan_priced_them(plans):
     """TensorRT-LLM's profile prices whole prompts (``enable_chunked_prefill`` defaults to
     False): the dense point (2,000-token prompts, max model length 2,500 within the 8,192
-    tokens of a step) launches without chunking. A plan whose requests can pass a step's
-    tokens (12,000-token prompts) launches with it, as the engine cannot schedule them whole,
+    tokens of a step) launches without chunking, and so does one of 7,000-token prompts and
+    2,000-token answers (its requests pass a step's tokens, its prompts do not). A plan whose
+    prompts pass a step's tokens (12,000) launches with it, as the engine refuses them whole,
     and says so in its header."""
     dense = plans["trtllm"][0]
     assert dense.max_model_len < dense.workers[0].token_budget
     assert ec.trtllm_options(dense, dense.workers[0])["enable_chunked_prefill"] is False
     assert not any("enable_chunked_prefill" in line for line in ec._header(dense))
+    answers = api.export(
+        "Llama 3.1 8B", "H100", engine="trtllm", gpus=1, batch=4,
+        prompt_tokens=7000, output_tokens=2000,
+    )  # fmt: skip
+    assert answers.max_model_len > answers.workers[0].token_budget
+    assert ec.trtllm_options(answers, answers.workers[0])["enable_chunked_prefill"] is False
     long = api.export(
         "Llama 3.1 8B", "H100", engine="trtllm", gpus=1, batch=4,
         prompt_tokens=12000, output_tokens=500,
@@ -506,6 +513,23 @@ def test_export_takes_speculation_as_point_does(tmp_path):
     assert r.exit_code == 0, r.output
     options = yaml.safe_load((out / "trtllm-server.yaml").read_text())
     assert options["speculative_config"] == {"decoding_type": "MTP", "num_nextn_predict_layers": 2}
+
+
+def test_export_refuses_speculation_it_would_not_launch_as_priced():
+    """A tree of draft tokens is launched as a chain, and a draft at other weight bits than its
+    checkpoint's as the checkpoint: both refused, naming the option. A capacity plan's export
+    names the speculation option given (it had said --draft for --draft-heads)."""
+    small = dict(engine="trtllm", gpus=8, batch=1, prompt_tokens=200, output_tokens=50)
+    with pytest.raises(SpecError, match=r"tree_branching'?: is 2: .*as a chain"):
+        api.export("DeepSeek-V3", "H200", **small, weight_bits=8, draft_heads="mtp",
+                   tree_branching=2, max_draft_tokens=3)  # fmt: skip
+    with pytest.raises(SpecError, match=r"draft_weight_bits.*is 8, but .*16-bit weights"):
+        api.export(**LLAMA, engine="sglang", gpus=4, batch=8, prompt_tokens=200,
+                   output_tokens=50, draft="Llama 3.1 8B", draft_weight_bits=8)  # fmt: skip
+    with pytest.raises(SpecError, match=r"draft_heads.*launches no speculation"):
+        api.export("DeepSeek-V3", "H200", engine="trtllm", plan="capacity", weight_bits=8,
+                   draft_heads="mtp", arrival_rate_per_s=1, input_lengths="200", output_lengths="50",
+                   slo_tpot_p99_s=0.1)  # fmt: skip
 
 
 # --- reading benchmark tools' result files ------------------------------------------------------

@@ -583,6 +583,42 @@ def test_a_steps_interval_never_passes_its_ideal_bound():
     assert (got["tokens_per_s_high80"].to_numpy() < top).all()
 
 
+def test_a_requests_and_disaggregations_intervals_stop_at_their_ideal_bound():
+    """Llama 3.1 8B on one H100 under vLLM's profile, 32 requests of 1,000 in and 200 out: the
+    request's decode step takes its configuration's band and stops at the refined step of its
+    layout (6.476 ms; its 90 % band would reach 5.97), and so do its first step (6.344 ms),
+    output price and MFU; its time to first token, end-to-end latency and price per request
+    stop at the refined request's. ``disagg``'s two rows stop at the refined rows' (the
+    co-located step with the prompts' chunks in it: 8.65 ms)."""
+    from inference_econ.api.views import compare_disaggregation, request
+
+    setting = make_setting("Llama 3.1 8B", "H100", assumptions="achievable", engine="vllm")
+    bound = iv.ideal(setting)
+    args = dict(gpus=1, batch=32, prompt_tokens=1000, output_tokens=200)
+    got, top = request(setting, **args), request(bound, **args)
+    assert top["decode_latency_s"] == pytest.approx(6.476e-3, rel=1e-3)
+    for name in ("decode_latency_s", "first_step_s", "ttft_s", "e2e_latency_s",
+                 "usd_per_m_output_tokens", "usd_per_request"):  # fmt: skip
+        assert got[f"{name}_low90"] >= top[name] * (1 - 1e-9), name
+        assert got[f"{name}_low90"] <= got[name] <= got[f"{name}_high90"], name
+    assert got["decode_latency_s_low90"] == pytest.approx(top["decode_latency_s"], rel=1e-9)
+    assert got["first_step_s_low90"] == pytest.approx(top["first_step_s"], rel=1e-9)
+    assert got["decode_mfu_high90"] == pytest.approx(top["decode_mfu"], rel=1e-9)
+    # the decode step's band is its point's (same class, same bound)
+    point = ie.points(setting.replace(context_tokens=1100), gpus=1, batch=np.array([32.0]))
+    for end in ("low80", "high80", "low90", "high90"):
+        assert got[f"decode_latency_s_{end}"] == pytest.approx(point[f"latency_s_{end}"][0])
+    disagg = dict(prompt_tokens=1000, output_tokens=200, decode_gpus=1, decode_batch=32)
+    rows, ideal_rows = (
+        compare_disaggregation(setting, **disagg),
+        compare_disaggregation(bound, **disagg),
+    )
+    assert ideal_rows["decode_latency_s"].tolist() == pytest.approx([8.65e-3, 6.476e-3], rel=1e-3)
+    for name in ("decode_latency_s", "gpu_s_per_request", "usd_per_request", "ttft_s"):
+        assert (rows[f"{name}_low90"] >= ideal_rows[name] * (1 - 1e-9)).all(), name
+    assert (rows["tokens_per_s_high90"] <= ideal_rows["tokens_per_s"] * (1 + 1e-9)).all()
+
+
 def _quantiles(band) -> tuple[float, ...]:
     return (band.q05, band.q10, band.q90, band.q95)
 

@@ -190,9 +190,13 @@ def _check_export(engine: str, plan: str, settings: dict) -> None:
 def _capacity_export(model, hardware, engine: str, progress, settings: dict, options: dict):
     """The launch of a capacity plan, under the plan's own traffic and scheduler limits."""
     from ..export import launch
+    from ..export.refusals import capacity_speculation
     from .load import capacity
     from .load_setup import load_inputs
 
+    for flag in ("draft", "draft_heads"):  # refused before the plan's search
+        if settings.get(flag) is not None:
+            raise capacity_speculation(flag)
     capacity_plan = capacity(model, hardware, progress=progress, **settings)
     load = {k: v for k, v in settings.items() if k in table.names(table.LOAD)}
     inputs = load_inputs(load, settings.get("traffic"), None, settings.get("config"), sized=True)

@@ -40,7 +40,6 @@ SERVED = (
     "clock",
     # speculation, as point and frontier take it: a draft model or draft heads (MTP, EAGLE)
     "draft",
-    "draft_weight_bits",
     "draft_heads",
     "eagle_layers",
     "tree_branching",

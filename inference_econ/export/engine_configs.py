@@ -453,11 +453,15 @@ def trtllm_options(plan: LaunchPlan, w: Worker) -> dict:
 def chunked_prefill(plan: LaunchPlan, w: Worker) -> bool:
     """Whether a TensorRT-LLM worker chunks its prompts: as the plan's engine profile priced
     them (``EngineProfile.prefill``: TensorRT-LLM's default is whole prompts, as
-    ``enable_chunked_prefill`` defaults to False), and also where a request may be longer than
-    a step's tokens (``max_num_tokens``), which an engine without chunking cannot schedule."""
+    ``enable_chunked_prefill`` defaults to False), and also where a prompt may be longer than
+    a step's tokens (``max_num_tokens``), which the engine refuses without chunking."""
     prof = plan.setting.assumptions.profile()
     mode = prof.prefill if prof is not None else "chunked"  # the ideal engine chunks
-    return mode in ("chunked", "chunked_separate") or plan.max_model_len > w.token_budget
+    return mode in ("chunked", "chunked_separate") or _longest_prompt(plan) > w.token_budget
+
+
+def _longest_prompt(plan: LaunchPlan) -> int:
+    return plan.longest_prompt or plan.max_model_len
 
 
 def _chunking_note(plan: LaunchPlan) -> list[str]:
@@ -469,9 +473,9 @@ def _chunking_note(plan: LaunchPlan) -> list[str]:
     if not over:
         return []
     return [
-        f"enable_chunked_prefill is on: a request of up to {plan.max_model_len:,} tokens is "
+        f"enable_chunked_prefill is on: a prompt of up to {_longest_prompt(plan):,} tokens is "
         f"longer than a step's {over[0].token_budget:,} (max_num_tokens), which TensorRT-LLM "
-        "schedules only in chunks; the plan priced prompts that fit a step whole, so the "
+        "takes only in chunks; the plan priced prompts that fit a step whole, so the "
         "engine's chunks of them may move its TTFT and TPOT a little"
     ]
 
@@ -489,7 +493,7 @@ def _trtllm_speculation(plan: LaunchPlan, names: dict) -> dict:
     return spec
 
 
-#: Where a TensorRT-LLM launch puts its draft model or EAGLE head: ``speculative_model``
+#: Where a TensorRT-LLM launch puts its draft model: ``speculative_model``
 #: takes a Hub id or a local folder (DecodingBaseConfig, tensorrt_llm/llmapi/llm_args.py of
 #: 1.2.1); the script fetches it into this folder on each node before the servers start, so
 #: that every rank of a copy finds it there.

@@ -39,8 +39,8 @@ ARCHITECTURES = (
 #: GLM-4.5), gpt_oss.py, qwen2_moe.py, qwen3_moe.py, qwen3_next.py (sglang/srt/models).
 #: TensorRT-LLM creates its MoE load balancer only for the architectures of
 #: ``moe_model_arch_list`` (tensorrt_llm/_torch/modules/fused_moe/moe_load_balancer.py; the
-#: list as of commit 56851033, the only version of that file the sources hold: the 1.2.1
-#: release's is not among them) and ignores the configuration elsewhere.
+#: list as of commit 56851033; the 1.2.1 release's copy of that file was not read) and
+#: ignores the configuration elsewhere.
 BALANCED = {
     "vllm": frozenset(
         {

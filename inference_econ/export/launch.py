@@ -27,6 +27,7 @@ from .eplb import balancer_launches
 from .experts import expert_note, launched_degree
 from .overlap import overlap_launches
 from .refusals import (
+    capacity_speculation,
     checkpoint_of,
     longest_request,
     round_length,
@@ -123,6 +124,8 @@ class LaunchPlan:
     #: Whether the engine keeps and reuses finished requests' KV cache for prompts that start
     #: with them, as the plan's simulation did (``EngineConfig.prefix_caching``).
     prefix_caching: bool = True
+    #: The longest prompt the plan's traffic sends, tokens (0: not known, the max length).
+    longest_prompt: int = 0
 
     @property
     def version(self) -> str:
@@ -335,6 +338,7 @@ def point_plan(
             *_extrapolation_notes(r),
         ),
         ends,
+        longest_prompt=int(prompt_tokens),
     )
     return finish(plan)
 
@@ -461,18 +465,16 @@ def capacity_plan(
 
     setting, r = capacity.setting, capacity.result
     if setting.spec is not None:
-        raise SpecError(
-            "argument", "draft", "capacity plans do not model speculation", "drop --draft"
-        )
+        flag = "draft" if getattr(setting.spec, "draft", None) is not None else "draft_heads"
+        raise capacity_speculation(flag)
     s = traffic.stream()
     ctx = reference_context(traffic)
     # the longest request the run drew, or each side's stated longest where its law caps it
     # if longer (a session's later turns and a shared prefix lengthen a prompt past its law's
     # cap; a traffic's lengths may have no upper end: a given --max-model-len caps its tail)
     drawn = float(np.max(s.prompt_tokens + s.output_tokens))
-    capped = _longest_side(traffic.input_lengths, s.prompt_tokens) + _longest_side(
-        traffic.output_lengths, s.output_tokens
-    )
+    prompt_cap = _longest_side(traffic.input_lengths, s.prompt_tokens)
+    capped = prompt_cap + _longest_side(traffic.output_lengths, s.output_tokens)
     longest = max_model_len or round_length(max(drawn, capped), setting.model.max_context_tokens)
     batch = max(1, int(math.ceil(r.mean_batch)))
     prompt = float(np.mean(s.prompt_tokens))
@@ -503,6 +505,7 @@ def capacity_plan(
                 if k.rsplit("_", 1)[0] in expected
             },
             prefix_caching=bool(getattr(config, "prefix_caching", True)),
+            longest_prompt=int(max(np.max(s.prompt_tokens), prompt_cap)),
         )  # fmt: skip
     )
 
@@ -725,11 +728,9 @@ def disagg_plan(
         f"Prefill workers: {prefill_count} per decode worker, the ratio of the pools' busy times "
         f"({ratio:.3g}; docs/model.md §B10).",
     )
-    return finish(
-        LaunchPlan(
-            "disagg", setting, engine, ckpt, workers, longest, load, expected, None, notes, ends
-        )
-    )
+    plan = LaunchPlan("disagg", setting, engine, ckpt, workers, longest, load, expected, None,
+                      notes, ends, longest_prompt=int(prompt_tokens))  # fmt: skip
+    return finish(plan)
 
 
 def _prefill_ratio(setting: Setting, dis, gpus: float, b: int, n_p: int) -> float:

@@ -88,6 +88,15 @@ def weights_launch(setting: Setting, checkpoint: str, engine: str, names: dict) 
     )
 
 
+def capacity_speculation(flag: str) -> SpecError:
+    """The refusal of speculation (``flag``: draft or draft_heads) in a capacity plan's
+    export, which launches none."""
+    return SpecError(
+        "argument", flag, "is given: a capacity plan's export launches no speculation",
+        "drop the speculation to export the plan, or export a point plan with it",
+    )  # fmt: skip
+
+
 def speculation_launches(plan, names: dict) -> None:
     """Refuse speculation the targeted engine version refuses at start: an EAGLE head without
     its checkpoint (vLLM's SpeculativeConfig: "num_speculative_tokens was provided but without
@@ -110,6 +119,19 @@ def speculation_launches(plan, names: dict) -> None:
             "target's tokenizer", "give a draft of the target's family",
         )  # fmt: skip
     version = f"{engine} {names['version']}"
+    if draft is not None and float(draft.precision.weight_bits) != float(draft.checkpoint_bits):
+        raise SpecError(
+            "argument", "draft_weight_bits", f"is {float(draft.precision.weight_bits):g}, but "
+            f"the draft's checkpoint ({draft.hf_repository}) holds "
+            f"{float(draft.checkpoint_bits):g}-bit weights, which the export loads as they are",
+            f"leave draft_weight_bits out ({float(draft.checkpoint_bits):g}) to export",
+        )  # fmt: skip
+    if getattr(spec, "branching", 1) > 1:  # the export writes a chain of draft tokens
+        raise SpecError(
+            "argument", "tree_branching", f"is {spec.branching}: the plan priced a tree of "
+            f"draft tokens, and the export launches {version}'s speculation as a chain",
+            "leave the tree branching at 1 (a chain) to export",
+        )  # fmt: skip
     if kind == "eagle":  # no engine runs EAGLE without the head's own checkpoint
         raise SpecError(
             "argument", "draft_heads", f"is eagle: {version} loads an EAGLE head from its own "

@@ -73,6 +73,7 @@ class Decoder:
         self.setting = setting
         a = setting.assumptions
         self.integer_layouts = integer_layouts
+        self._bound: Decoder | None = None  # the ideal bound's (``bound_decoder``)
         self.work = compile_workload(setting.model, a)
         spec = setting.spec
         companion, copies = spec.resident(a) if spec is not None else (None, 0)
@@ -210,15 +211,31 @@ class Decoder:
             if len(N):
                 floor = self.bound_latency(N, B, verify, layouts, draft_layouts)
             df.update(column_intervals(df, len(N), self.setting, bound_time=floor))
+            if "ttft_s" in df and len(N):  # its first token no sooner than the bound's
+                from .derived_intervals import within_ideal
+                from .intervals import FIGURES
+
+                bare = dataclasses.replace(chosen, value=None)  # not this decoder's own times
+                drafts = draft_layouts and {
+                    k: dataclasses.replace(v, value=None) for k, v in draft_layouts.items()
+                }
+                first = {"ttft_s": self.bound_decoder()._ttft(N, B, verify, bare, drafts)}
+                df.update(within_ideal(df, first, {"ttft_s": FIGURES["ttft_s"]}))
         return df
+
+    def bound_decoder(self) -> Decoder:
+        """The decoder of the setting's ideal bound, with this one's layout rule (made once)."""
+        if self._bound is None:
+            from .intervals import ideal
+
+            self._bound = Decoder(ideal(self.setting), self.integer_layouts)
+        return self._bound
 
     def bound_latency(self, N, B, verify, layouts, draft_layouts) -> np.ndarray:
         """Time per generated token of the setting's ideal bound at configurations (N, B) on
         the same layouts and speculation cycle (``verify``): what the engine would reach there
         with nothing lost (``intervals.within_bound``)."""
-        from .intervals import ideal
-
-        bound = Decoder(ideal(self.setting), self.integer_layouts)
+        bound = self.bound_decoder()
         return np.asarray(bound._breakdown(N, B, verify, layouts, draft_layouts).latency_s)
 
     def _ttft(self, N, B, verify, chosen: Layout, draft_layouts):

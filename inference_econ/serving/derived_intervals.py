@@ -1,8 +1,11 @@
 """Intervals of figures derived from others' (docs/model.md §F12): an inverse, a ratio, a
-renamed figure, a plan's headroom, the ends of a rerun at its step's interval ends. Each reads
-the interval columns the figures it comes from already carry."""
+renamed figure, a plan's headroom, the ends of a rerun at its step's interval ends, and any
+figure's ends held within the ideal bound's value of it. Each reads the interval columns the
+figures it comes from already carry."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from .figure_labels import interval_columns
 
@@ -79,3 +82,30 @@ def renamed_intervals(row, source: str, name: str) -> dict:
     if row is None or not all(c in row for c in have):
         return {}
     return {new: float(row[old]) for old, new in zip(have, interval_columns(name))}
+
+
+def within_ideal(row, ideal, figures) -> dict:
+    """The interval columns of ``row``'s figures (``figures``: name -> (kind, orientation))
+    with no end faster than ``ideal``, the same result under the ideal preset: a time's or a
+    price's low ends at least its ideal value, a speed's or a rate's high ends at most it,
+    never past the figure itself (a row of arrays, one per configuration, or of numbers)."""
+    out: dict = {}
+    for name, (kind, orientation) in figures.items():
+        have = interval_columns(name)
+        if name not in ideal or not all(c in row for c in have):
+            continue
+        value = np.asarray(row[name], dtype=float)
+        bound = np.asarray(ideal[name], dtype=float)
+        usable = np.isfinite(bound) & (bound > 0)
+        low80, high80, low90, high90 = (np.asarray(row[c], dtype=float) for c in have)
+        if (orientation > 0) == (kind != "throughput"):  # a time or a price: the low ends
+            b = np.where(usable, np.minimum(bound, value), -np.inf)
+            low80, low90 = np.maximum(low80, b), np.maximum(low90, b)
+            high80, high90 = np.maximum(high80, low80), np.maximum(high90, low90)
+        else:  # a speed or a rate: the high ends
+            b = np.where(usable, np.maximum(bound, value), np.inf)
+            high80, high90 = np.minimum(high80, b), np.minimum(high90, b)
+            low80, low90 = np.minimum(low80, high80), np.minimum(low90, high90)
+        ends = (low80, high80, low90, high90)
+        out.update({c: (e if np.ndim(row[c]) else float(e)) for c, e in zip(have, ends)})
+    return out

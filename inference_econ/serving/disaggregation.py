@@ -33,11 +33,20 @@ from ..model.values import Floats
 from ..model.workload import compile_workload
 from ..specs.engine import IDEAL_STEP_TOKEN_BUDGET
 from ..specs.schema import check_number
-from .derived_intervals import nested_ends
-from .intervals import LEVELS, add_intervals, expected, figure_limits, interval_columns
+from .derived_intervals import nested_ends, within_ideal
+from .intervals import (
+    FIGURES,
+    LEVELS,
+    add_intervals,
+    expected,
+    figure_limits,
+    ideal,
+    interval_columns,
+)
 from .prefill import engine_chunks, prefill
 from .requests import check_request_context, instance_layout
 from .setting import Setting, whole_batch_kv_note
+from .support import row_layouts
 
 
 def kv_transfer_s(
@@ -76,7 +85,7 @@ def compare(
         raise SpecError("argument", "prompt_tokens", "is missing", "give the prompt length")
     check_number(min_prefill_tokens, "argument", "min_prefill_tokens", minimum=1, maximum=1e9)
     check_request_context(setting, float(prompt_tokens), float(output_tokens))
-    row, layout, _, decoder, _ = instance_layout(
+    row, layout, _, decoder, _, bound_s = instance_layout(
         setting, decode_gpus, decode_batch, prompt_tokens + output_tokens / 2.0, discrete
     )
     step = row.latency_s
@@ -95,15 +104,27 @@ def compare(
         setting, mix, decoder, on_layout, step, n_p, batch_p, pooled
     )
     # expected figures' intervals (§F12), in the decode instance's class (co-located, then
-    # disaggregated): TTFT for the time to first token, TPOT for the decode step and speed,
-    # throughput for GPU time and prices
+    # disaggregated): TTFT for the time to first token, the step's band for the decode step
+    # and speed, no end past the ideal step; throughput's for the pools' GPU time and prices,
+    # and the co-located instance's the step's (they are its step's time, scaled)
     df = add_intervals(
         pd.DataFrame([colocated, disaggregated]),
         setting,
         bound=row["bound"],
         gpus=float(decode_gpus),
-        layout=["TP", "disaggregated"],
+        layout=[row_layouts(row, 1, setting)[0], "disaggregated"],
+        bound_time=[_colocated_bound(setting, mix, decoder, on_layout, bound_s), bound_s],
+        time_column="decode_latency_s",
     )
+    _scaled_with_step(df, COLOCATED_STEP_FIGURES)
+    if expected(setting):  # no end faster than the same rows under the ideal bound
+        at_ideal = compare(
+            ideal(setting), prompt_tokens, output_tokens, decode_gpus, decode_batch,
+            prefill_gpus, min_prefill_tokens, discrete,
+        )  # fmt: skip
+        for i in (0, 1):
+            for column, value in within_ideal(df.loc[i], at_ideal.loc[i], FIGURES).items():
+                df.loc[i, column] = value
     prefill_s, decode_s = pooled.latency_s / batch_p, output_tokens * step / decode_batch
     for name, ends in busy_intervals(setting, row["bound"], decode_gpus, prefill_s, decode_s):
         df.loc[1, name] = ends
@@ -112,6 +133,41 @@ def compare(
     )
     df.attrs["decode_layout"] = row
     return df
+
+
+#: The co-located row's figures proportional to its step (its GPU time and prices per request).
+COLOCATED_STEP_FIGURES = (
+    "gpu_s_per_request",
+    "usd_per_request",
+    "usd_per_m_output_tokens_all_in",
+    "gpu_s_per_request_idle_charged",
+    "usd_per_request_idle_charged",
+)
+
+
+def _colocated_bound(setting: Setting, mix: tuple, decoder, on_layout: tuple, bound_s: float):
+    """The co-located step under the ideal bound on the same layout (its decode step
+    ``bound_s`` and the prompts' chunks riding in it); NaN for a bound."""
+    if not math.isfinite(bound_s):
+        return math.nan
+    from .decode import Decoder
+
+    ideal_decoder = Decoder(ideal(decoder.setting), decoder.integer_layouts)
+    return _colocated(ideal(setting), mix, ideal_decoder, on_layout, bound_s)["decode_latency_s"]
+
+
+def _scaled_with_step(df: pd.DataFrame, names) -> None:
+    """Give the co-located row's (the first) figures ``names`` the interval of its decode
+    step, scaled: each is its step's time times a constant."""
+    step = float(df.loc[0, "decode_latency_s"])
+    have = interval_columns("decode_latency_s")
+    if not step > 0 or not all(c in df for c in have):
+        return
+    for name in names:
+        if name not in df:
+            continue
+        for theirs, mine in zip(have, interval_columns(name)):
+            df.loc[0, mine] = float(df.loc[0, name]) * float(df.loc[0, theirs]) / step
 
 
 def _colocated(setting: Setting, mix: tuple, decoder, on_layout: tuple, step: float) -> dict:
@@ -270,7 +326,7 @@ class PoolBalance:
 def busy_intervals(setting: Setting, bound: str, gpus: float, prefill_s: float, decode_s: float):
     """(column, value) pairs of the interval ends of the pools' busy fractions under an engine
     profile (docs/model.md §F12; none for an ideal bound): the prefill pool's time per request
-    at the ends of a prompt's band (TTFT) and the decode pool's at those of a step's (TPOT),
+    at the ends of a prompt's band (TTFT) and the decode pool's at those of its step's band,
     each fraction at the opposite ends (the errors of the two kinds are not assumed paired)
     and the value itself between them."""
     if not expected(setting):

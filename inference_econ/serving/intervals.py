@@ -478,17 +478,26 @@ def has_interval(name: str, figures=None, composed=None) -> bool:
 
 
 def add_intervals(
-    df: pd.DataFrame, setting: Setting, bound=None, gpus=None, columns=None, layout=None
+    df: pd.DataFrame,
+    setting: Setting,
+    bound=None,
+    gpus=None,
+    columns=None,
+    layout=None,
+    bound_time=None,
+    time_column: str = "latency_s",
 ) -> pd.DataFrame:
     """``df`` with the interval columns of every figure of ``FIGURES`` it has (``columns``:
     only those) and its ``support``, for rows of ``setting`` under an engine profile;
     unchanged for a bound. ``bound`` and ``gpus`` default to the table's ``bound`` and
     ``gpus`` columns, ``layout`` (a layout class, or one per row) to the degrees it states
-    (``row_layouts``)."""
+    (``row_layouts``); ``bound_time``: each row's ideal step, against ``time_column``."""
     if not expected(setting) or df.empty:
         return df
     out = df.copy()
-    found = column_intervals(df, len(df), setting, bound, gpus, columns, layout)
+    found = column_intervals(
+        df, len(df), setting, bound, gpus, columns, layout, bound_time, time_column
+    )
     for column, values in found.items():
         out[column] = values
     return out
@@ -503,12 +512,13 @@ def column_intervals(
     names=None,
     layout=None,
     bound_time=None,
+    time_column: str = "latency_s",
 ) -> dict[str, np.ndarray]:
     """The interval columns (in ``add_intervals``' order) of ``n`` rows given as ``columns``
     (a DataFrame or a dict of equal-length arrays: the pandas-free path), then their
     ``support`` (``support_column``); {} for a bound. ``names``: only those figures;
     ``bound_time``: each row's step time under the ideal bound, which no step's end passes
-    (its ``latency_s`` against it: ``within_bound``)."""
+    (its ``time_column`` against it: ``within_bound``)."""
     if not expected(setting) or n == 0:
         return {}
     bound = np.asarray(columns["bound"]) if bound is None else np.broadcast_to(bound, n)
@@ -519,7 +529,7 @@ def column_intervals(
         layouts = np.broadcast_to(np.asarray(layout, dtype=object), n).copy()
     out: dict[str, np.ndarray] = {}
     names = [c for c in (names or [c for c in columns if has_interval(c)]) if c in columns]
-    floors = None if bound_time is None else bound_floors(bound_time, columns["latency_s"])
+    floors = None if bound_time is None else bound_floors(bound_time, columns[time_column])
     for name in names:
         values = np.asarray(columns[name], dtype=float)
         ends = figure_limits(name, values, setting, gpus, bound, where=(layouts,), floors=floors)
@@ -694,16 +704,17 @@ def figure_intervals(
 
 
 def series_intervals(
-    row: pd.Series, setting: Setting, gpus, bound: str, figures=None, composed=None
+    row: pd.Series, setting: Setting, gpus, bound: str, figures=None, composed=None, where=None
 ) -> pd.Series:
     """One result (``request``'s view; ``prefill``'s with ``figures=PREFILL_FIGURES``) with
-    the interval entries of its figures, each after its figure; unchanged for a bound."""
+    the interval entries of its figures, each after its figure, in the calibration class
+    ``where`` gives (``bands``); unchanged for a bound."""
     if not expected(setting):
         return row
     names = [n for n in row.index if has_interval(n, figures, composed)]
     values = row.to_dict()
     ends = figure_intervals(
-        values, names, setting, gpus, bound, figures, composed, _peak(values, figures)
+        values, names, setting, gpus, bound, figures, composed, _peak(values, figures), where
     )
     out = {}
     for key, value in row.items():

@@ -12,11 +12,20 @@ from .. import settings as table
 from ..errors import SpecError, expect
 from ..model.layouts import check_whole_batch, check_whole_gpus, tp_dims
 from .decode import Decoder, chosen_layout, draft_prefill_layout
-from .derived_intervals import ratio_intervals
-from .intervals import REQUEST_FIGURES, series_intervals
+from .derived_intervals import ratio_intervals, renamed_intervals, within_ideal
+from .figure_labels import interval_columns, interval_keys
+from .intervals import (
+    REQUEST_FIGURES,
+    bound_floors,
+    expected,
+    figure_limits,
+    ideal,
+    series_intervals,
+)
 from .prefill import ENGINE_CHUNK_TOKENS, cached_prompt_tokens, prefill
 from .setting import Setting, check_context
 from .speculative import combine
+from .support import row_layouts
 
 
 def instance_layout(
@@ -24,7 +33,8 @@ def instance_layout(
 ):
     """The decode step of (gpus, batch) at a context, described, with the target's and the
     draft's layouts: the layout the instance runs with, §A5's continuous one or with
-    ``discrete`` a whole one (§B7: what an engine launches; an export's)."""
+    ``discrete`` a whole one (§B7: what an engine launches; an export's); last, the ideal
+    bound's step on the same layouts (``Decoder.bound_latency``; NaN for a bound)."""
     if discrete:
         check_whole_gpus(gpus)
         check_whole_batch(batch)
@@ -36,7 +46,10 @@ def instance_layout(
     row = decoder.describe(N, B, target, draft).iloc[0]
     draft_lat = {d: lay.latency_s for d, lay in draft.items()} if draft else None
     _, verify = combine({g: lay.latency_s for g, lay in target.items()}, draft_lat, setting.spec)
-    return row, chosen_layout(target, verify), draft, decoder, int(verify[0])
+    bound_s = math.nan
+    if expected(setting):
+        bound_s = float(decoder.bound_latency(N, B, verify, target, draft)[0])
+    return row, chosen_layout(target, verify), draft, decoder, int(verify[0]), bound_s
 
 
 def check_request_context(setting: Setting, prompt_tokens: float, output_tokens: float):
@@ -110,7 +123,7 @@ def request(
     cached = cached_prompt_tokens(prompt_tokens, cached_fraction)
     n_in, n_out = float(prompt_tokens), float(output_tokens)
     check_request_context(setting, n_in, n_out)
-    dec, layout, draft, decoder, verify = instance_layout(
+    dec, layout, draft, decoder, verify, _ = instance_layout(
         setting, gpus, batch, n_in + n_out / 2.0, discrete
     )
     p, adiv, two = (
@@ -122,10 +135,76 @@ def request(
     pre, draft_s, first_s = _first_token(
         setting, gpus, batch, n_in, pb, cached, on_layout, decoder, draft, verify
     )
-    return _request_row(
+    row = _request_row(
         setting, n_in, n_out, cached_fraction, cached, gpus, batch, pb, on_layout, dec, pre,
         draft_s, first_s,
     )  # fmt: skip
+    if not expected(setting):
+        return row
+    N, B = np.array([float(gpus)]), np.array([float(batch)])
+    bound = Decoder(ideal(setting), discrete).target.breakdown(
+        N, B, 1, n_in, *(np.array([x]) for x in on_layout)
+    )  # the first step's ideal bound, on its layout
+    row = _step_intervals(row, setting, dec, float(np.ravel(bound.latency_s)[0]))
+    # no end faster than the same request under the ideal bound (on its own best layout)
+    at_ideal = request(
+        ideal(setting), gpus, batch, prompt_tokens, output_tokens, prefill_batch,
+        cached_fraction, discrete,
+    )  # fmt: skip
+    out = {**row.to_dict(), **within_ideal(row, at_ideal, REQUEST_FIGURES)}
+    out.update(  # the prices' ratio from their ends as they now stand
+        ratio_intervals(
+            out, "usd_per_m_output_tokens", "usd_per_m_input_tokens", "output_to_input_price_ratio"
+        )
+    )
+    return pd.Series(out)
+
+
+def _step_intervals(row: pd.Series, setting: Setting, dec, first_bound_s: float) -> pd.Series:
+    """The request row with its decode figures' intervals those of its decode step (``dec``,
+    the configuration's row: its step band, in its layout's class, no end past the ideal
+    bound), its first step's the same band at the prompt's length stopped at that step's
+    bound (``first_bound_s``), and the end-to-end latency's and the price per request's the
+    sums of their parts' like ends (the errors of a prompt and a step are not assumed to
+    cancel)."""
+    out = row.to_dict()
+    for source, name in (
+        ("latency_s", "decode_latency_s"),
+        ("usd_per_mtok", "usd_per_m_output_tokens"),
+        ("mfu", "decode_mfu"),
+    ):
+        out.update(renamed_intervals(dec, source, name))
+    layouts = row_layouts(dec, 1, setting)
+    floors = bound_floors([first_bound_s], [row["first_step_s"]])
+    ends = figure_limits(
+        "first_step_s", [row["first_step_s"]], setting, [row["gpus"]], [row["decode_bound"]],
+        REQUEST_FIGURES, where=(layouts,), floors=floors,
+    )  # fmt: skip
+    out.update({k: float(v[0]) for k, v in zip(interval_columns("first_step_s"), _ends(ends))})
+    steps, n_in, n_out = row["output_tokens"] - 1.0, row["prompt_tokens"], row["output_tokens"]
+    for name, parts in (
+        ("e2e_latency_s", (("ttft_s", 1.0), ("decode_latency_s", steps))),
+        ("usd_per_request", (("usd_per_m_input_tokens", n_in / 1e6),
+                             ("usd_per_m_output_tokens", n_out / 1e6))),
+    ):  # fmt: skip
+        for column, ends_of in zip(interval_columns(name), zip(*(
+            [w * out[c] for c in interval_columns(part)] for part, w in parts
+        ))):  # fmt: skip
+            out[column] = float(sum(ends_of))
+    return pd.Series({k: out[k] for k in _ordered_keys(row, out)})
+
+
+def _ends(ends: dict) -> list:
+    return [ends[k] for k in interval_keys()]
+
+
+def _ordered_keys(row: pd.Series, out: dict) -> list[str]:
+    """The row's keys, each figure's interval columns after it."""
+    keys: list[str] = []
+    for key in row.index:
+        keys.append(key)
+        keys += [c for c in interval_columns(key) if c in out and c not in row.index]
+    return keys + [k for k in out if k not in keys]
 
 
 def _checked_prefill_batch(
@@ -232,7 +311,8 @@ def _request_row(
             "decode_bound": dec.bound,
         }
     )
-    row = series_intervals(row, setting, float(gpus), dec.bound, REQUEST_FIGURES)  # §F12
+    where = (row_layouts(dec, 1, setting),)  # the configuration's calibration class
+    row = series_intervals(row, setting, float(gpus), dec.bound, REQUEST_FIGURES, where=where)
     ratio = ratio_intervals(  # the two prices' intervals, end against opposite end
         row, "usd_per_m_output_tokens", "usd_per_m_input_tokens", "output_to_input_price_ratio"
     )
