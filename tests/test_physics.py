@@ -395,7 +395,7 @@ def test_disagg_colocated_baseline_is_the_chunked_mixed_step():
 def _colocated_args(s):
     from inference_econ.serving.requests import instance_layout
 
-    _, lay, _, decoder, _ = instance_layout(s, 8, 64, 4250.0)
+    _, lay, _, decoder, _, _ = instance_layout(s, 8, 64, 4250.0)
     on = (float(lay.pipeline[0]), float(lay.attention_divisor[0]), bool(lay.two_d[0]))
     return s, decoder.target, on, 8, 64, 4000, 500
 

@@ -126,12 +126,11 @@ def request(
     dec, layout, draft, decoder, verify, _ = instance_layout(
         setting, gpus, batch, n_in + n_out / 2.0, discrete
     )
-    p, adiv, two = (
+    on_layout = (
         float(layout.pipeline[0]),
         float(layout.attention_divisor[0]),
         bool(layout.two_d[0]),
     )
-    on_layout = (p, adiv, two)
     pre, draft_s, first_s = _first_token(
         setting, gpus, batch, n_in, pb, cached, on_layout, decoder, draft, verify
     )
@@ -139,18 +138,21 @@ def request(
         setting, n_in, n_out, cached_fraction, cached, gpus, batch, pb, on_layout, dec, pre,
         draft_s, first_s,
     )  # fmt: skip
-    if not expected(setting):
-        return row
+    asked = (gpus, batch, prompt_tokens, output_tokens, prefill_batch, cached_fraction, discrete)
+    return _bounded(row, setting, dec, on_layout, asked) if expected(setting) else row
+
+
+def _bounded(row: pd.Series, setting: Setting, dec, on_layout: tuple, asked: tuple) -> pd.Series:
+    """An expected request's row with its decode step's band (``_step_intervals``) and every
+    end within the same request under the ideal bound (``asked``: ``request``'s arguments)."""
+    gpus, batch, n_in, discrete = asked[0], asked[1], float(asked[2]), asked[-1]
     N, B = np.array([float(gpus)]), np.array([float(batch)])
     bound = Decoder(ideal(setting), discrete).target.breakdown(
         N, B, 1, n_in, *(np.array([x]) for x in on_layout)
     )  # the first step's ideal bound, on its layout
     row = _step_intervals(row, setting, dec, float(np.ravel(bound.latency_s)[0]))
     # no end faster than the same request under the ideal bound (on its own best layout)
-    at_ideal = request(
-        ideal(setting), gpus, batch, prompt_tokens, output_tokens, prefill_batch,
-        cached_fraction, discrete,
-    )  # fmt: skip
+    at_ideal = request(ideal(setting), *asked)
     out = {**row.to_dict(), **within_ideal(row, at_ideal, REQUEST_FIGURES)}
     out.update(  # the prices' ratio from their ends as they now stand
         ratio_intervals(
