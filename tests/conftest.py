@@ -273,6 +273,27 @@ def _stand_in_hub(folder):
     return types.SimpleNamespace(hf_hub_download=hf_hub_download)
 
 
+def named_only(fig, stem, formats=("png", "svg")) -> list:
+    """``output.plots.save`` without the rendering: the figure closed and each format's file
+    written empty, atomically, as ``save`` names it (the 200 dpi files are checked by
+    test_figures.py's test_figures_are_fit_for_a_report)."""
+    import matplotlib.pyplot as plt
+
+    from inference_econ.output import plots
+
+    plt.close(fig)
+    return [plots.write_atomic(f"{stem}.{fmt}", b"") for fmt in formats]
+
+
+@pytest.fixture
+def figures_named_only(monkeypatch):
+    """Figures written as ``named_only`` writes them for the rest of the test: for a test of
+    what a command computes and writes beside its figures, not of the images."""
+    from inference_econ.output import plots
+
+    monkeypatch.setattr(plots, "save", named_only)
+
+
 @pytest.fixture(scope="session")
 def reproduced_all(tmp_path_factory):
     """``reproduce all`` run once per session in this process (every figure drawn and its files
@@ -280,20 +301,15 @@ def reproduced_all(tmp_path_factory):
     paper table as ``run_table`` gives it, from the frontiers that run computed (the frontier
     cache): the command's test and the tables' tests read one computation, not two. Returns
     the output folder, the click result and {table name: run_table's DataFrame}."""
-    import matplotlib.pyplot as plt
     from click.testing import CliRunner
 
     from inference_econ.cli import main
     from inference_econ.output import plots
     from inference_econ.studies.tables import run_table
 
-    def name_only(fig, stem, formats=("png", "svg")):
-        plt.close(fig)
-        return [plots.write_atomic(f"{stem}.{fmt}", b"") for fmt in formats]
-
     folder = tmp_path_factory.mktemp("reproduce-all")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(plots, "save", name_only)
+        patch.setattr(plots, "save", named_only)
         result = CliRunner().invoke(main, ["reproduce", "all", "--out", str(folder), "-q"])
     tables = {f"table-{i}": run_table(f"table-{i}") for i in range(1, 7)}
     return folder, result, tables
