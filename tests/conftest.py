@@ -163,12 +163,14 @@ def short_offline_runs(request):
 
 
 @pytest.fixture
-def small_runs(monkeypatch):
-    """Measured Server rows replayed in runs of 300 requests per instance (the search's
-    resolution is unchanged), the replays' cache emptied before and after."""
+def small_runs(monkeypatch, request):
+    """Measured Server rows replayed in runs of 300 requests per instance (or the asking
+    module's ``SERVER_RUN_REQUESTS``; the search's resolution is unchanged), the replays' cache
+    emptied before and after."""
     from inference_econ.measured import replay
 
-    monkeypatch.setattr(replay, "SERVER_REQUESTS", (300, 300))
+    requests = getattr(request.module, "SERVER_RUN_REQUESTS", 300)
+    monkeypatch.setattr(replay, "SERVER_REQUESTS", (requests, requests))
     replay.clear()
     yield
     replay.clear()
