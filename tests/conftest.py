@@ -176,6 +176,24 @@ def small_runs(monkeypatch, request):
     replay.clear()
 
 
+@pytest.fixture
+def one_worker_process(monkeypatch):
+    """``studies.execution.process_pool`` (``--jobs N``'s pool of spawned worker processes,
+    studies' and compare-measured's) starting one worker process whatever it is asked: each
+    costs ~0.7 s of CPU to start and import the package, and one runs every batch as several
+    would. Returns the worker counts asked for, in order."""
+    from inference_econ.studies import execution
+
+    real, asked = execution.process_pool, []
+
+    def one_worker(jobs: int):
+        asked.append(jobs)
+        return real(1)
+
+    monkeypatch.setattr(execution, "process_pool", one_worker)
+    return asked
+
+
 #: ``point``'s arguments that ``point_in_a_fresh_process`` runs.
 POINT = ["point", "Llama 3 70B", "-H", "H100-paper", "--gpus", "8", "--batch", "64"]
 

@@ -223,8 +223,11 @@ def test_cache_recomputes_only_changed_cells(tiny_file, tiny_run, tmp_path, monk
     assert not (tmp_path / "key_points.csv").exists()  # a cache alone writes no tables
 
 
-def test_jobs_2_gives_identical_results(tiny_file, tiny_run, tmp_path):
+def test_jobs_2_gives_identical_results(tiny_file, tiny_run, tmp_path, one_worker_process):
+    """``jobs=2``: the cells in batches for two workers, a pool of two worker processes asked
+    for, one started (``one_worker_process``), which computes every batch."""
     two = ie.study(tiny_file, tmp_path, jobs=2)
+    assert one_worker_process == [2]
     assert two.computed == 5
     pd.testing.assert_frame_equal(two.key_points, tiny_run[0].key_points)
     pd.testing.assert_frame_equal(two.frontiers, tiny_run[0].frontiers)
