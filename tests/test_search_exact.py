@@ -23,9 +23,18 @@ from inference_econ.model.collectives import (
 )
 from inference_econ.optimise import grid, optimiser
 
+#: Pipeline degrees the settings here search (their presets' ``pipeline_degree_count``, 10):
+#: each shortcut acts within one block of the grid, a pipeline degree's rows, and blocks of
+#: both kinds remain (the degrees of rows with fewer requests than layers, a column of them,
+#: and the shared degrees of the other rows), at under half the searches' CPU.
+PIPELINE_DEGREES = 4
 
-def _setting(name):
-    model, hardware, kwargs = SETTINGS[name]
+
+def _setting(name, settings=SETTINGS):
+    """``name``'s setting (of ``settings``) on ``PIPELINE_DEGREES`` pipeline degrees."""
+    model, hardware, kwargs = settings[name]
+    preset = ie.preset(kwargs.get("assumptions", "paper"))
+    kwargs = {**kwargs, "assumptions": preset.replace(pipeline_degree_count=PIPELINE_DEGREES)}
     return ie.make_setting(model, hardware, **kwargs)
 
 
@@ -179,8 +188,7 @@ def test_kv_copies_shared_and_skipped_change_no_pass(name, monkeypatch):
     from inference_econ.model.latency import StepModel
     from inference_econ.model.step_calls import StepCache
 
-    model_name, hardware, kwargs = TTFT_REFINED if name == "ttft-refined" else SETTINGS[name]
-    setting = ie.make_setting(model_name, hardware, **kwargs)
+    setting = _setting(name, {**SETTINGS, "ttft-refined": TTFT_REFINED})
     problem = optimiser.Problem(setting, ie.Method(grid_points=20))
     n_values, b_values = problem.continuous_axes()
     S_values = [1, 3]
