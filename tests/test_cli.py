@@ -228,8 +228,11 @@ def test_infeasible_exits_1():
 
 
 def test_console_script_is_installed():
+    """``python -m inference_econ.cli`` runs a command (a point: no pandas to import; ``list
+    hardware`` is tested in this process above)."""
+    point = ["point", "Llama 3 8B", "-H", "GB200", "--gpus", "1", "--batch", "1"]
     out = subprocess.run(
-        [sys.executable, "-m", "inference_econ.cli", "list", "hardware"],
+        [sys.executable, "-m", "inference_econ.cli", *point],
         capture_output=True,
         text=True,
         check=True,
