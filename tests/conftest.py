@@ -101,6 +101,22 @@ def pytest_unconfigure(config):
 STUCK_CPU_S = 60.0
 
 
+#: Pipeline degrees a test of the search's own machinery searches, where its presets' 10 only
+#: repeat the blocks it compares (``fewer_pipeline_degrees``).
+SEARCH_PIPELINE_DEGREES = 4
+
+
+def fewer_pipeline_degrees(kwargs: dict, degrees: int = SEARCH_PIPELINE_DEGREES) -> dict:
+    """``make_setting`` keywords with their preset (``assumptions``, the paper's if none)
+    searching ``degrees`` pipeline degrees: each shortcut of the search and each check of a
+    block acts within one pipeline degree, and degrees of both kinds remain (a column of
+    degrees of the rows below the layers, and degrees the other rows share), at a fraction of
+    the CPU."""
+    preset = kwargs.get("assumptions", "paper")
+    preset = ie.preset(preset) if isinstance(preset, str) else preset
+    return {**kwargs, "assumptions": preset.replace(pipeline_degree_count=degrees)}
+
+
 @pytest.fixture(scope="session")
 def h100():
     return ie.load_hardware("H100-paper")

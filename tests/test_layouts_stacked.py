@@ -5,6 +5,7 @@ candidate in turn, and so the same frontiers and study cells."""
 
 import numpy as np
 import pytest
+from conftest import fewer_pipeline_degrees
 
 import inference_econ as ie
 from inference_econ.model import layouts
@@ -33,19 +34,6 @@ CASES = [
 ]
 
 
-#: Pipeline degrees the cases search (their presets' ``pipeline_degree_count``, 10): each
-#: degree's divisors are stacked, or offered one at a time, within it, and degrees of both
-#: kinds remain (a point's own below the layers, shared ones above).
-PIPELINE_DEGREES = 4
-
-
-def _setting(model, hardware, kwargs):
-    """The case's setting on ``PIPELINE_DEGREES`` pipeline degrees."""
-    preset = ie.preset(kwargs.get("assumptions", "paper"))
-    kwargs = {**kwargs, "assumptions": preset.replace(pipeline_degree_count=PIPELINE_DEGREES)}
-    return ie.make_setting(model, hardware, **kwargs)
-
-
 def _points(problem, every=9):
     """Every ``every``-th point of the 40 x 40 grid (178 points, in steps across both axes:
     40 is not a multiple of 9)."""
@@ -58,7 +46,9 @@ def _points(problem, every=9):
 def test_stacked_divisors_give_the_layouts_of_one_candidate_at_a_time(
     model, hardware, kwargs, monkeypatch
 ):
-    setting = _setting(model, hardware, kwargs)
+    # each pipeline degree's divisors stacked or one at a time: on fewer degrees than the
+    # preset's (conftest.fewer_pipeline_degrees)
+    setting = ie.make_setting(model, hardware, **fewer_pipeline_degrees(kwargs))
     problem = optimiser.Problem(setting, ie.Method(grid_points=40))
     N, B = _points(problem)
     d, ctx, pipe = problem.decoder, setting.context_tokens, setting.pipeline

@@ -10,6 +10,7 @@ import functools
 
 import numpy as np
 import pytest
+from conftest import fewer_pipeline_degrees
 from search_settings import SETTINGS  # tests/ is on the path under pytest
 
 import inference_econ as ie
@@ -23,19 +24,13 @@ from inference_econ.model.collectives import (
 )
 from inference_econ.optimise import grid, optimiser
 
-#: Pipeline degrees the settings here search (their presets' ``pipeline_degree_count``, 10):
-#: each shortcut acts within one block of the grid, a pipeline degree's rows, and blocks of
-#: both kinds remain (the degrees of rows with fewer requests than layers, a column of them,
-#: and the shared degrees of the other rows), at under half the searches' CPU.
-PIPELINE_DEGREES = 4
-
 
 def _setting(name, settings=SETTINGS):
-    """``name``'s setting (of ``settings``) on ``PIPELINE_DEGREES`` pipeline degrees."""
+    """``name``'s setting (of ``settings``) on fewer pipeline degrees than its preset's: each
+    shortcut acts within a block of the grid, one pipeline degree's rows
+    (``conftest.fewer_pipeline_degrees``)."""
     model, hardware, kwargs = settings[name]
-    preset = ie.preset(kwargs.get("assumptions", "paper"))
-    kwargs = {**kwargs, "assumptions": preset.replace(pipeline_degree_count=PIPELINE_DEGREES)}
-    return ie.make_setting(model, hardware, **kwargs)
+    return ie.make_setting(model, hardware, **fewer_pipeline_degrees(kwargs))
 
 
 #: The settings whose frontiers are compared too (the others' describing is slow; a frontier
