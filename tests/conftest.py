@@ -101,6 +101,22 @@ def pytest_unconfigure(config):
 STUCK_CPU_S = 60.0
 
 
+#: Pipeline degrees a test of the search's own machinery searches, where its presets' 10 only
+#: repeat the blocks it compares (``fewer_pipeline_degrees``).
+SEARCH_PIPELINE_DEGREES = 4
+
+
+def fewer_pipeline_degrees(kwargs: dict, degrees: int = SEARCH_PIPELINE_DEGREES) -> dict:
+    """``make_setting`` keywords with their preset (``assumptions``, the paper's if none)
+    searching ``degrees`` pipeline degrees: each shortcut of the search and each check of a
+    block acts within one pipeline degree, and degrees of both kinds remain (a column of
+    degrees of the rows below the layers, and degrees the other rows share), at a fraction of
+    the CPU."""
+    preset = kwargs.get("assumptions", "paper")
+    preset = ie.preset(preset) if isinstance(preset, str) else preset
+    return {**kwargs, "assumptions": preset.replace(pipeline_degree_count=degrees)}
+
+
 @pytest.fixture(scope="session")
 def h100():
     return ie.load_hardware("H100-paper")
@@ -163,15 +179,35 @@ def short_offline_runs(request):
 
 
 @pytest.fixture
-def small_runs(monkeypatch):
-    """Measured Server rows replayed in runs of 300 requests per instance (the search's
-    resolution is unchanged), the replays' cache emptied before and after."""
+def small_runs(monkeypatch, request):
+    """Measured Server rows replayed in runs of 300 requests per instance (or the asking
+    module's ``SERVER_RUN_REQUESTS``; the search's resolution is unchanged), the replays' cache
+    emptied before and after."""
     from inference_econ.measured import replay
 
-    monkeypatch.setattr(replay, "SERVER_REQUESTS", (300, 300))
+    requests = getattr(request.module, "SERVER_RUN_REQUESTS", 300)
+    monkeypatch.setattr(replay, "SERVER_REQUESTS", (requests, requests))
     replay.clear()
     yield
     replay.clear()
+
+
+@pytest.fixture
+def one_worker_process(monkeypatch):
+    """``studies.execution.process_pool`` (``--jobs N``'s pool of spawned worker processes,
+    studies' and compare-measured's) starting one worker process whatever it is asked: each
+    costs ~0.7 s of CPU to start and import the package, and one runs every batch as several
+    would. Returns the worker counts asked for, in order."""
+    from inference_econ.studies import execution
+
+    real, asked = execution.process_pool, []
+
+    def one_worker(jobs: int):
+        asked.append(jobs)
+        return real(1)
+
+    monkeypatch.setattr(execution, "process_pool", one_worker)
+    return asked
 
 
 #: ``point``'s arguments that ``point_in_a_fresh_process`` runs.
@@ -273,6 +309,27 @@ def _stand_in_hub(folder):
     return types.SimpleNamespace(hf_hub_download=hf_hub_download)
 
 
+def named_only(fig, stem, formats=("png", "svg")) -> list:
+    """``output.plots.save`` without the rendering: the figure closed and each format's file
+    written empty, atomically, as ``save`` names it (the 200 dpi files are checked by
+    test_figures.py's test_figures_are_fit_for_a_report)."""
+    import matplotlib.pyplot as plt
+
+    from inference_econ.output import plots
+
+    plt.close(fig)
+    return [plots.write_atomic(f"{stem}.{fmt}", b"") for fmt in formats]
+
+
+@pytest.fixture
+def figures_named_only(monkeypatch):
+    """Figures written as ``named_only`` writes them for the rest of the test: for a test of
+    what a command computes and writes beside its figures, not of the images."""
+    from inference_econ.output import plots
+
+    monkeypatch.setattr(plots, "save", named_only)
+
+
 @pytest.fixture(scope="session")
 def reproduced_all(tmp_path_factory):
     """``reproduce all`` run once per session in this process (every figure drawn and its files
@@ -280,20 +337,15 @@ def reproduced_all(tmp_path_factory):
     paper table as ``run_table`` gives it, from the frontiers that run computed (the frontier
     cache): the command's test and the tables' tests read one computation, not two. Returns
     the output folder, the click result and {table name: run_table's DataFrame}."""
-    import matplotlib.pyplot as plt
     from click.testing import CliRunner
 
     from inference_econ.cli import main
     from inference_econ.output import plots
     from inference_econ.studies.tables import run_table
 
-    def name_only(fig, stem, formats=("png", "svg")):
-        plt.close(fig)
-        return [plots.write_atomic(f"{stem}.{fmt}", b"") for fmt in formats]
-
     folder = tmp_path_factory.mktemp("reproduce-all")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(plots, "save", name_only)
+        patch.setattr(plots, "save", named_only)
         result = CliRunner().invoke(main, ["reproduce", "all", "--out", str(folder), "-q"])
     tables = {f"table-{i}": run_table(f"table-{i}") for i in range(1, 7)}
     return folder, result, tables

@@ -1,7 +1,7 @@
-"""The settings the search's exactness is checked on (tests/test_search_exact.py, and
-benchmarks/frontier_identity.py, which adds its own): names to (model, hardware,
-``make_setting`` keywords). Plain data: no import of the package, so a benchmark can read it
-for any revision's tree."""
+"""The settings the search's exactness is checked on (tests/test_search_exact.py, on fewer
+pipeline degrees, and benchmarks/frontier_identity.py, which adds its own): names to (model,
+hardware, ``make_setting`` keywords). Plain data: no import of the package, so a benchmark can
+read it for any revision's tree."""
 
 #: Dense, mixture of experts, MLA with MTP heads, sliding windows, the engine preset, drafts,
 #: a TTFT limit (the per-layout path), a demand cap and a GPU cap.

@@ -136,7 +136,7 @@ def test_a_capacity_export_launches_each_attention_rank_with_its_own_limits():
     """TensorRT-LLM's max_batch_size and max_num_tokens hold per attention-DP rank: a plan of
     DeepSeek-R1 on 8 H200 as DEP8 writes the engine's 2,048 and 8,192 (not the instance's
     eight times as many) and checks its memory at 8,192 tokens a step, the KV cache the
-    simulation planned with."""
+    simulation planned with (8-GPU instances only, the size the plan has)."""
     from inference_econ import api
     from inference_econ.load.deployment import fixed_layout
     from inference_econ.model.mixed_step import EngineLayout
@@ -149,6 +149,7 @@ def test_a_capacity_export_launches_each_attention_rank_with_its_own_limits():
         slo_ttft_p99_s=5.0,
         slo_tpot_p99_s=0.1,
         requests=100,
+        sizes=[8],
     )
     with fixed_layout(8, EngineLayout(8, 1, 8.0)):
         ex = api.export("DeepSeek-R1", ["H200"], engine="trtllm", plan="capacity", **load)

@@ -329,9 +329,11 @@ def test_a_capacity_exports_longest_request_is_its_traffics_cap_not_its_samples(
     """Prompts log-normal with a cap of 8,000 tokens and outputs capped at 2,000: the engine
     takes 10,240-token requests (the caps, rounded up) whatever the run drew; it had taken
     the longest request of the simulated sample, shorter than the cap and moving with
-    --requests, so the exported engine refused requests of the plan's own traffic."""
+    --requests, so the exported engine refused requests of the plan's own traffic. (Each plan
+    is one GPU an instance, as the search over every size gives it: ``sizes=[1]``.)"""
     lengths = dict(input_lengths="lognormal:1000:0.8:8000", output_lengths="lognormal:300:0.6:2000")
     load = dict(plan="capacity", arrival_rate_per_s=5.0, slo_ttft_p99_s=2.0, slo_tpot_p99_s=0.05)
+    load.update(sizes=[1])
     plan = api.export("Llama 3.1 8B", "H100", engine="sglang", **load, **lengths, requests=200)
     assert plan.max_model_len == 10240
     # a law without a cap keeps the longest the run drew (a given --max-model-len caps it)
@@ -961,11 +963,13 @@ def test_an_export_reuses_prefixes_as_its_plan_did_and_its_benchmark_sends_them(
     cache: TensorRT-LLM's block reuse is on (it had been written off whatever the plan), and
     with --no-prefix-caching vLLM's is turned off (on by default in vLLM 0.11); the benchmark
     sends the prefix before each prompt's own tokens: vllm bench serve's --random-prefix-len
-    (one prefix: a note says where the plan has more) and aiperf's pool of prefix prompts."""
+    (one prefix: a note says where the plan has more) and aiperf's pool of prefix prompts.
+    Each engine's plan is searched at the instance size the search over every size up to 8
+    GPUs gives it (TensorRT-LLM 2 GPUs, vLLM 8)."""
     load = dict(plan="capacity", arrival_rate_per_s=2.0, input_lengths="500", output_lengths="100",
                 shared_prefix_tokens=3000, shared_prefixes=4, requests=300, slo_ttft_p99_s=2.0,
                 slo_tpot_p99_s=0.05, max_gpus=8)  # fmt: skip
-    trt = api.export("Llama 3.3 70B", "H100", engine="trtllm", **load)
+    trt = api.export("Llama 3.3 70B", "H100", engine="trtllm", sizes=[2], **load)
     assert trt.prefix_caching and trt.load.prefix_tokens == 3000 and trt.load.prefixes == 4
     files = api.launch_files(trt)
     assert yaml.safe_load(files["trtllm-server.yaml"])["kv_cache_config"]["enable_block_reuse"]
@@ -973,7 +977,9 @@ def test_an_export_reuses_prefixes_as_its_plan_did_and_its_benchmark_sends_them(
     assert "--random-input-len 500" in bench and "--random-prefix-len 3000" in bench
     assert "--prefix-prompt-length 3000 --prefix-prompt-pool-size 4" in bench
     assert "one shared prefix of 3000 tokens" in bench
-    off = api.export("Llama 3.3 70B", "H100", engine="vllm", prefix_caching=False, **load)
+    off = api.export(
+        "Llama 3.3 70B", "H100", engine="vllm", prefix_caching=False, sizes=[8], **load
+    )
     assert "--no-enable-prefix-caching" in api.launch_files(off)["launch.sh"]
     assert (
         "--no-enable-prefix-caching"

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import fewer_pipeline_degrees
 
 import inference_econ as ie
 from inference_econ.optimise.frontier import Frontier, domination_factor, pareto_indices
@@ -48,12 +49,14 @@ def test_frontier_invariants(kwargs):
 
 
 def test_fast_search_matches_brute_force_on_a_coarse_grid():
+    """The fast search against the loop over every layout, on fewer pipeline degrees than the
+    presets' (``conftest.fewer_pipeline_degrees``): both offer the same layouts."""
     for model, kwargs in [
         ("Llama 3 70B", dict(weight_bits=8)),
         ("Mixtral 8x22B", dict(draft="Llama 3 8B")),
         ("Mixtral 8x22B", dict(assumptions="paper-table-5")),
     ]:
-        setting = ie.make_setting(model, "H100-paper", **kwargs)
+        setting = ie.make_setting(model, "H100-paper", **fewer_pipeline_degrees(kwargs))
         fast = ie.frontier(setting, grid_points=60)
         brute = ie.frontier(setting, method="exhaustive", grid_points=60)
         # at least as good as brute force at every speed (within 0.5 %) and no better than it
@@ -82,10 +85,11 @@ def test_search_on_the_feasible_window_is_the_full_search_bit_for_bit(
 ):
     """Each block of the fast search is evaluated only on the rectangle of its feasible points
     (``grid._window``, docs/model.md "The search"): every pass latency is the same, bit for
-    bit, as evaluating the whole block."""
+    bit, as evaluating the whole block (a block is one pipeline degree's: fewer of them than
+    the presets', ``conftest.fewer_pipeline_degrees``)."""
     from inference_econ.optimise import grid, optimiser
 
-    setting = ie.make_setting(model, hardware, **kwargs)
+    setting = ie.make_setting(model, hardware, **fewer_pipeline_degrees(kwargs))
     problem = optimiser.Problem(setting, ie.Method(grid_points=60))
     n_values, b_values = problem.continuous_axes()
     windowed = problem._pass_latencies(n_values, b_values)

@@ -147,7 +147,7 @@ COMMANDS = {
     ),
     "sweep": (
         ["sweep", MODEL, "-H", "H100-paper", "--param", "hbm_bandwidth", "--values", "2",
-         "--format", "csv"],
+         "--grid-points", "24", "--format", "csv"],
         ["--param", "--values", "--at-speed", "--context"],
     ),
     "show": (["show", MODEL, "--format", "csv"], ["-H", "--assumptions", "--format"]),

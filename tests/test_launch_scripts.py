@@ -265,7 +265,8 @@ def test_a_prefill_pool_on_other_gpus_is_exported_on_them():
     """A capacity plan whose prefill pool runs on H100s beside MI300X decode workers: the
     export plans and checks its prefill workers on the H100s the simulation ran them on
     (85.5 GB of HBM each, ``hbm_capacity_bytes`` of hardware/h100_sxm.yaml), its decode
-    workers on MI300X (206.1 GB)."""
+    workers on MI300X (206.1 GB). The plan, six 1-GPU prefill instances and one decode
+    instance, is searched on 1-GPU instances only, where the search over every size finds it."""
     from inference_econ.api.load_setup import load_inputs
     from inference_econ.export import launch
     from inference_econ.serving.setting import make_setting
@@ -274,7 +275,10 @@ def test_a_prefill_pool_on_other_gpus_is_exported_on_them():
         weight_bits=8, arrival_rate_per_s=4.0, input_lengths="4000", output_lengths="300",
         slo_ttft_p99_s=2.0, slo_tpot_p99_s=0.05, requests=200,
     )  # fmt: skip
-    plan = api.capacity("Llama 3.3 70B", ["MI300X"], engine="vllm", disaggregated=True, **load)
+    plan = api.capacity(
+        "Llama 3.3 70B", ["MI300X"], engine="vllm", disaggregated=True, sizes=[1], **load
+    )
+    assert (plan.deployment.instances, plan.deployment.prefill_instances) == (1, 6)
     assert plan.deployment.disaggregated and plan.deployment.prefill_setting is None
     h100 = plan.setting.replace(gpu=make_setting("Llama 3.3 70B", "H100").gpu)
     d = dataclasses.replace(plan.deployment, prefill_setting=h100)

@@ -5,6 +5,7 @@ candidate in turn, and so the same frontiers and study cells."""
 
 import numpy as np
 import pytest
+from conftest import fewer_pipeline_degrees
 
 import inference_econ as ie
 from inference_econ.model import layouts
@@ -45,7 +46,9 @@ def _points(problem, every=9):
 def test_stacked_divisors_give_the_layouts_of_one_candidate_at_a_time(
     model, hardware, kwargs, monkeypatch
 ):
-    setting = ie.make_setting(model, hardware, **kwargs)
+    # each pipeline degree's divisors stacked or one at a time: on fewer degrees than the
+    # preset's (conftest.fewer_pipeline_degrees)
+    setting = ie.make_setting(model, hardware, **fewer_pipeline_degrees(kwargs))
     problem = optimiser.Problem(setting, ie.Method(grid_points=40))
     N, B = _points(problem)
     d, ctx, pipe = problem.decoder, setting.context_tokens, setting.pipeline

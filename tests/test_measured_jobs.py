@@ -36,10 +36,13 @@ def _two_sweeps(tmp_path) -> tuple[Path, int]:
     return path, len(rows)
 
 
-def test_worker_processes_give_one_processs_table(tmp_path):
+def test_worker_processes_give_one_processs_table(tmp_path, one_worker_process):
+    """``jobs=2``: a pool of two worker processes asked for, one started
+    (``one_worker_process``), which replays both configurations' batches."""
     path, n = _two_sweeps(tmp_path)
     one = comparison.compare(path, "achievable").table
     two = comparison.compare(path, "achievable", jobs=2).table
+    assert one_worker_process == [2]
     assert len(one) == 2 * n and (one.status == "ok").all(), list(one.status)
     pd.testing.assert_frame_equal(one, two)
     # the two configurations are told apart: the shorter sweep's latencies are not the same

@@ -313,9 +313,10 @@ def test_an_interrupt_in_a_finalizer_stops_the_command(tmp_path, monkeypatch):
     _assert_interrupted(tmp_path, lambda fig: _CtrlCWhileFreed(), monkeypatch)
 
 
-#: The command line, then a SIGINT to itself from an exit handler (``atexit``) or as the
-#: interpreter tears its modules down (``teardown``: an object freed with its module), with
-#: Python's own handler in place first, as in a terminal.
+#: The command line (a ``point``, the cheapest command to start), then a SIGINT to itself
+#: from an exit handler (``atexit``) or as the interpreter tears its modules down
+#: (``teardown``: an object freed with its module), with Python's own handler in place first,
+#: as in a terminal.
 SIGINT_AT_EXIT = """\
 import atexit, os, signal, sys, types
 signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -333,7 +334,7 @@ if sys.argv[1] == "atexit":
 else:
     sys.modules["freed"] = types.ModuleType("freed")
     sys.modules["freed"].it = Freed()
-sys.argv[1:] = ["list", "hardware"]
+sys.argv[1:] = ["point", "Llama 3 8B", "-H", "H100-paper", "--gpus", "1", "--batch", "1"]
 main()
 """
 

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from conftest import fewer_pipeline_degrees
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -106,14 +107,14 @@ def test_breakdown_adds_up_for_every_preset_mode_and_model(preset):
     """The frontier describes its points with Decoder.describe: on the grid it finds each
     point's layout again (as point does); the discrete search hands over the layouts it found.
     Both must give parts that add up to the latency, at every kind of point (``models_for``:
-    each model under two of the presets)."""
+    each model under two of the presets; the grid's layouts on fewer pipeline degrees than
+    the presets', ``conftest.fewer_pipeline_degrees``: each layout's parts add up alike)."""
     gpus = np.array([1.0, 3.0, 8.0, 24.0, 64.0, 512.0])
     batch = np.array([1.0, 7.0, 64.0, 500.0, 4096.0, 65536.0])
     for model in models_for(preset):
         draft = "Llama 3 8B" if model == "Llama 3 70B" else None
-        setting = ie.make_setting(
-            model, "H200", context_tokens=4000, assumptions=preset, draft=draft
-        )
+        kwargs = dict(context_tokens=4000, assumptions=preset, draft=draft)
+        setting = ie.make_setting(model, "H200", **fewer_pipeline_degrees(kwargs))
         where = f"{model}, {preset}"
         N, B = (x.ravel() for x in np.meshgrid(gpus, batch))
         assert_adds_up(Decoder(setting).describe(N, B), where + ", grid")

@@ -10,6 +10,7 @@ import functools
 
 import numpy as np
 import pytest
+from conftest import fewer_pipeline_degrees
 from search_settings import SETTINGS  # tests/ is on the path under pytest
 
 import inference_econ as ie
@@ -24,9 +25,12 @@ from inference_econ.model.collectives import (
 from inference_econ.optimise import grid, optimiser
 
 
-def _setting(name):
-    model, hardware, kwargs = SETTINGS[name]
-    return ie.make_setting(model, hardware, **kwargs)
+def _setting(name, settings=SETTINGS):
+    """``name``'s setting (of ``settings``) on fewer pipeline degrees than its preset's: each
+    shortcut acts within a block of the grid, one pipeline degree's rows
+    (``conftest.fewer_pipeline_degrees``)."""
+    model, hardware, kwargs = settings[name]
+    return ie.make_setting(model, hardware, **fewer_pipeline_degrees(kwargs))
 
 
 #: The settings whose frontiers are compared too (the others' describing is slow; a frontier
@@ -63,16 +67,19 @@ def _search_passes(problem, fold=True, stack=True, fill=True, stack_elements=Non
 def _searches(name):
     """``name``'s 30 x 30 search with every shortcut, and with one or two of them off (as
     ``_search_passes`` gives them, keyed by the shortcuts switched off): each run once for
-    the three tests that compare them."""
+    the three tests that compare them. A shortcut the search with every shortcut never took
+    switches nothing off: without it the search is that same run, which is not made again
+    (stacking where no block stacked divisors, under one divisor; filling in the tokens where
+    none were filled in, every block stacked)."""
     problem = optimiser.Problem(_setting(name), ie.Method(grid_points=30))
-    runs = {
-        (): {},
-        ("fold",): dict(fold=False),
-        ("stack",): dict(stack=False),
-        ("fill",): dict(fill=False),
-        ("stack", "fill"): dict(stack=False, fill=False),
-    }
-    return problem, {off: _search_passes(problem, **kw) for off, kw in runs.items()}
+    runs = {(): _search_passes(problem), ("fold",): _search_passes(problem, fold=False)}
+    stacked = any(len(g) > 1 for g in runs[()][1])
+    runs[("fill",)] = _search_passes(problem, fill=False) if runs[()][2] else runs[()]
+    runs[("stack",)] = _search_passes(problem, stack=False) if stacked else runs[()]
+    runs[("stack", "fill")] = (
+        _search_passes(problem, stack=False, fill=False) if stacked else runs[("fill",)]
+    )
+    return problem, runs
 
 
 def _assert_same_passes(got, want, where=""):
@@ -176,8 +183,7 @@ def test_kv_copies_shared_and_skipped_change_no_pass(name, monkeypatch):
     from inference_econ.model.latency import StepModel
     from inference_econ.model.step_calls import StepCache
 
-    model_name, hardware, kwargs = TTFT_REFINED if name == "ttft-refined" else SETTINGS[name]
-    setting = ie.make_setting(model_name, hardware, **kwargs)
+    setting = _setting(name, {**SETTINGS, "ttft-refined": TTFT_REFINED})
     problem = optimiser.Problem(setting, ie.Method(grid_points=20))
     n_values, b_values = problem.continuous_axes()
     S_values = [1, 3]

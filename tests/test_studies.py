@@ -223,8 +223,11 @@ def test_cache_recomputes_only_changed_cells(tiny_file, tiny_run, tmp_path, monk
     assert not (tmp_path / "key_points.csv").exists()  # a cache alone writes no tables
 
 
-def test_jobs_2_gives_identical_results(tiny_file, tiny_run, tmp_path):
+def test_jobs_2_gives_identical_results(tiny_file, tiny_run, tmp_path, one_worker_process):
+    """``jobs=2``: the cells in batches for two workers, a pool of two worker processes asked
+    for, one started (``one_worker_process``), which computes every batch."""
     two = ie.study(tiny_file, tmp_path, jobs=2)
+    assert one_worker_process == [2]
     assert two.computed == 5
     pd.testing.assert_frame_equal(two.key_points, tiny_run[0].key_points)
     pd.testing.assert_frame_equal(two.frontiers, tiny_run[0].frontiers)
@@ -233,7 +236,7 @@ def test_jobs_2_gives_identical_results(tiny_file, tiny_run, tmp_path):
 
 
 def test_dask_cluster_keeps_partial_results_and_gives_identical_results(
-    tiny_file, tiny_run, tmp_path, monkeypatch, fresh_searches
+    tiny_file, tiny_run, tmp_path, monkeypatch, fresh_searches, figures_named_only
 ):
     distributed = pytest.importorskip("distributed")
     from inference_econ.studies import execution
@@ -395,7 +398,7 @@ def test_a_failed_cell_keeps_the_others(tiny_file, tiny_run, tmp_path, monkeypat
     pd.testing.assert_frame_equal(fixed.key_points, tiny_run[0].key_points)
 
 
-def test_a_killed_run_resumes(tiny_file, tiny_run, tmp_path):
+def test_a_killed_run_resumes(tiny_file, tiny_run, tmp_path, figures_named_only):
     cache = tmp_path / "cache"
     proc = subprocess.Popen(
         [sys.executable, "-m", "inference_econ.cli", "study", str(tiny_file), "--out", str(tmp_path),
@@ -497,7 +500,7 @@ def test_summary_table_is_the_best_over_the_other_axes(tiny_run, metric, point, 
     assert "best over precision" in meaning
 
 
-def test_infeasible_cells_show_as_na_with_a_note(tmp_path):
+def test_infeasible_cells_show_as_na_with_a_note(tmp_path, figures_named_only):
     """A cell with no feasible configuration (DeepSeek-V3's 668 GB of weights on at most 4
     H100s) is an n/a row of the summary with its reason, not a KeyError or a dropped row; the
     '#' line names the preset."""
