@@ -86,7 +86,7 @@ def compare(
     check_number(min_prefill_tokens, "argument", "min_prefill_tokens", minimum=1, maximum=1e9)
     check_request_context(setting, float(prompt_tokens), float(output_tokens))
     row, layout, _, decoder, _, bound_s = instance_layout(
-        setting, decode_gpus, decode_batch, prompt_tokens + output_tokens / 2.0, discrete
+        setting, decode_gpus, decode_batch, prompt_tokens + output_tokens / 2.0, discrete, True
     )
     step = row.latency_s
     on_layout = (
@@ -150,10 +150,9 @@ def _colocated_bound(setting: Setting, mix: tuple, decoder, on_layout: tuple, bo
     ``bound_s`` and the prompts' chunks riding in it); NaN for a bound."""
     if not math.isfinite(bound_s):
         return math.nan
-    from .decode import Decoder
-
-    ideal_decoder = Decoder(ideal(decoder.setting), decoder.integer_layouts)
-    return _colocated(ideal(setting), mix, ideal_decoder, on_layout, bound_s)["decode_latency_s"]
+    return _colocated(ideal(setting), mix, decoder.bound_decoder(), on_layout, bound_s)[
+        "decode_latency_s"
+    ]
 
 
 def _scaled_with_step(df: pd.DataFrame, names) -> None:

@@ -29,12 +29,18 @@ from .support import row_layouts
 
 
 def instance_layout(
-    setting: Setting, gpus: float, batch: float, context_tokens: float, discrete: bool = False
+    setting: Setting,
+    gpus: float,
+    batch: float,
+    context_tokens: float,
+    discrete: bool = False,
+    with_bound: bool = False,
 ):
     """The decode step of (gpus, batch) at a context, described, with the target's and the
     draft's layouts: the layout the instance runs with, §A5's continuous one or with
-    ``discrete`` a whole one (§B7: what an engine launches; an export's); last, the ideal
-    bound's step on the same layouts (``Decoder.bound_latency``; NaN for a bound)."""
+    ``discrete`` a whole one (§B7: what an engine launches; an export's); last, with
+    ``with_bound``, the ideal bound's step on the same layouts (``Decoder.bound_latency``;
+    NaN for a bound or when not asked)."""
     if discrete:
         check_whole_gpus(gpus)
         check_whole_batch(batch)
@@ -47,7 +53,7 @@ def instance_layout(
     draft_lat = {d: lay.latency_s for d, lay in draft.items()} if draft else None
     _, verify = combine({g: lay.latency_s for g, lay in target.items()}, draft_lat, setting.spec)
     bound_s = math.nan
-    if expected(setting):
+    if with_bound and expected(setting):
         bound_s = float(decoder.bound_latency(N, B, verify, target, draft)[0])
     return row, chosen_layout(target, verify), draft, decoder, int(verify[0]), bound_s
 
@@ -139,15 +145,15 @@ def request(
         draft_s, first_s,
     )  # fmt: skip
     asked = (gpus, batch, prompt_tokens, output_tokens, prefill_batch, cached_fraction, discrete)
-    return _bounded(row, setting, dec, on_layout, asked) if expected(setting) else row
+    return _bounded(row, setting, dec, decoder, on_layout, asked) if expected(setting) else row
 
 
-def _bounded(row: pd.Series, setting: Setting, dec, on_layout: tuple, asked: tuple) -> pd.Series:
+def _bounded(row: pd.Series, setting: Setting, dec, decoder, on_layout: tuple, asked: tuple):
     """An expected request's row with its decode step's band (``_step_intervals``) and every
     end within the same request under the ideal bound (``asked``: ``request``'s arguments)."""
-    gpus, batch, n_in, discrete = asked[0], asked[1], float(asked[2]), asked[-1]
+    gpus, batch, n_in = asked[0], asked[1], float(asked[2])
     N, B = np.array([float(gpus)]), np.array([float(batch)])
-    bound = Decoder(ideal(setting), discrete).target.breakdown(
+    bound = decoder.bound_decoder().target.breakdown(
         N, B, 1, n_in, *(np.array([x]) for x in on_layout)
     )  # the first step's ideal bound, on its layout
     row = _step_intervals(row, setting, dec, float(np.ravel(bound.latency_s)[0]))
