@@ -1020,3 +1020,27 @@ def test_a_tensorrt_llm_draft_is_fetched_to_the_folder_its_options_name():
         api.export("Llama 3.1 405B", "H100", engine="trtllm", gpus=16, batch=8, weight_bits=8,
                    checkpoint="nvidia/Llama-3.1-405B-Instruct-FP8", prompt_tokens=2000,
                    output_tokens=500, draft="Llama 3.1 8B")  # fmt: skip
+
+
+def test_an_attention_dp_point_launches_each_ranks_share_of_its_batch():
+    """DeepSeek-V3 on 8 H200 at batch 256: TensorRT-LLM (8 attention ranks) and vLLM (4) read
+    max_batch_size / max_num_seqs per attention rank, so each worker admits its rank's share
+    (32, 64; 256 an instance) and TensorRT-LLM captures CUDA graphs up to 32, not 256; memory
+    is still checked at the plan's 256, and the expected figures are the closed loop of 256
+    clients. SGLang's cap is the instance's: it keeps 256."""
+    from inference_econ.export.engine_configs import trtllm_options
+
+    for engine, ranks, cap, flag in (("trtllm", 8, 32, "--max_batch_size 32"),
+                                     ("vllm", 4, 64, "--max-num-seqs 64"),
+                                     ("sglang", None, 256, "--max-running-requests 256")):  # fmt: skip
+        plan = api.export("DeepSeek-V3", "H200", weight_bits=8, engine=engine, gpus=8, batch=256,
+                          prompt_tokens=1000, output_tokens=100)  # fmt: skip
+        (w,) = plan.workers
+        assert ranks is None or w.attention_dp == ranks, (engine, w)
+        assert (w.batch, w.memory.batch) == (cap, 256), engine
+        assert flag in bundle.render(plan)["launch.sh"], engine
+        said = [n for n in plan.notes if "attention ranks (256 an instance" in n]
+        assert len(said) == (cap != 256), (engine, plan.notes)
+        assert "closed loop of 256 clients" in plan.notes[0]
+        if engine == "trtllm":
+            assert trtllm_options(plan, w)["cuda_graph_config"]["max_batch_size"] == 32

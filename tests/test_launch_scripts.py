@@ -268,7 +268,7 @@ def test_a_prefill_pool_on_other_gpus_is_exported_on_them():
     workers on MI300X (206.1 GB). The plan, six 1-GPU prefill instances and one decode
     instance, is searched on 1-GPU instances only, where the search over every size finds it."""
     from inference_econ.api.load_setup import load_inputs
-    from inference_econ.export import launch
+    from inference_econ.export import capacity_launch
     from inference_econ.serving.setting import make_setting
 
     load = dict(
@@ -284,7 +284,7 @@ def test_a_prefill_pool_on_other_gpus_is_exported_on_them():
     d = dataclasses.replace(plan.deployment, prefill_setting=h100)
     mixed = dataclasses.replace(plan, deployment=d)
     inputs = load_inputs({k: v for k, v in load.items() if k != "weight_bits"}, sized=True)
-    export = launch.capacity_plan(mixed, "vllm", inputs.traffic, inputs.config)
+    export = capacity_launch.capacity_plan(mixed, "vllm", inputs.traffic, inputs.config)
     prefill, decode = export.workers
     assert round(prefill.memory.hbm_bytes_per_gpu / 1e9, 1) == 85.5
     assert round(decode.memory.hbm_bytes_per_gpu / 1e9, 1) == 206.1

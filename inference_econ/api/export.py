@@ -189,7 +189,7 @@ def _check_export(engine: str, plan: str, settings: dict) -> None:
 
 def _capacity_export(model, hardware, engine: str, progress, settings: dict, options: dict):
     """The launch of a capacity plan, under the plan's own traffic and scheduler limits."""
-    from ..export import launch
+    from ..export.capacity_launch import capacity_plan as capacity_launch
     from ..export.refusals import capacity_speculation
     from .load import capacity
     from .load_setup import load_inputs
@@ -200,7 +200,7 @@ def _capacity_export(model, hardware, engine: str, progress, settings: dict, opt
     capacity_plan = capacity(model, hardware, progress=progress, **settings)
     load = {k: v for k, v in settings.items() if k in table.names(table.LOAD)}
     inputs = load_inputs(load, settings.get("traffic"), None, settings.get("config"), sized=True)
-    return launch.capacity_plan(capacity_plan, engine, inputs.traffic, inputs.config, **options)
+    return capacity_launch(capacity_plan, engine, inputs.traffic, inputs.config, **options)
 
 
 def _frontier_pick(

@@ -27,10 +27,8 @@ from .eplb import balancer_launches
 from .experts import expert_note, launched_degree
 from .overlap import overlap_launches
 from .refusals import (
-    capacity_speculation,
     checkpoint_of,
     longest_request,
-    round_length,
     speculation_launches,
     weights_launch,
 )
@@ -76,7 +74,7 @@ class Worker:
     tensor: int  # GPUs of one pipeline stage
     attention_dp: int  # attention data-parallel ranks within the tensor group (1: none)
     expert: int  # expert-parallel degree (1: none)
-    batch: int  # most running requests (max_num_seqs and its kin)
+    batch: int  # most running requests (max_num_seqs and its kin), per rank: ``rank_batch``
     token_budget: int  # most tokens per step
     memory: MemoryCheck
 
@@ -228,7 +226,7 @@ def worker(
 def finish(plan: LaunchPlan) -> LaunchPlan:
     """The plan, or the refusal of a worker that does not fit its GPUs (with the numbers), of
     speculation its engine refuses at start on the plan's layout, of redundant experts its
-    balancer would not hold (its weights: ``_loaded``, before the plan's work) or of two-batch
+    balancer would not hold (its weights: ``loaded_checkpoint``, before the plan's work) or of two-batch
     overlap it would not run; the notes of the redundant experts and the overlap added."""
     require_fit([w.memory for w in plan.workers])
     names = engine_names(plan.engine)
@@ -237,7 +235,7 @@ def finish(plan: LaunchPlan) -> LaunchPlan:
     return dataclasses.replace(plan, notes=plan.notes + added) if added else plan
 
 
-def _loaded(setting: Setting, checkpoint: str | None, engine: str) -> str:
+def loaded_checkpoint(setting: Setting, checkpoint: str | None, engine: str) -> str:
     """The checkpoint the engine loads, refused before any work where the model has none or
     it does not hold the plan's weights (``refusals.checkpoint_of``, ``weights_launch``)."""
     ckpt = checkpoint_of(setting, checkpoint)
@@ -300,7 +298,7 @@ def point_plan(
     ``batch`` clients."""
     from ..serving.requests import request
 
-    ckpt = _loaded(setting, checkpoint, engine)  # what the engine loads: refused first
+    ckpt = loaded_checkpoint(setting, checkpoint, engine)  # what the engine loads: refused first
     row = request(setting, gpus, batch, prompt_tokens, output_tokens, discrete=True)
     _runs(setting, gpus, row)
     degrees = layout_degrees(
@@ -311,13 +309,14 @@ def point_plan(
     context = prompt_tokens + output_tokens / 2.0  # the decode step's mean context (§B10)
     longest = longest_request(max_model_len, prompt_tokens + output_tokens, setting)
     budget = _step_budget(engine, setting.gpu)
-    w = worker(setting, engine, "server", 1, degrees, b, budget, context, longest)
+    cap = rank_batch(engine, b, degrees[2])
+    w = worker(setting, engine, "server", 1, degrees, cap, budget, context, longest, b)
     load = _closed_loop_load(prompt_tokens, output_tokens, b, requests)
     require_fit([w.memory])  # a worker that does not fit is refused with its numbers first
     # the benchmark the plan writes, run in the load engine as compare-measured replays it,
     # with the speculation the plan launches (none, or its draft length)
     verify = int(row["draft_tokens"])
-    r = closed_loop(launched(setting, verify, w.expert), degrees, w, context, load)
+    r = closed_loop(launched(setting, verify, w.expert), engine, degrees, w, context, load)
     expected, ends = _closed_loop_figures(r)
     plan = LaunchPlan(
         source,
@@ -335,7 +334,8 @@ def point_plan(
             f"{output_tokens:g} out, {load.requests} requests (as compare-measured replays "
             "its results); means over the requests.",
             *filter(None, [expert_note(setting, w.tensor, w.expert, engine, _version(engine))]),
-            *_extrapolation_notes(r),
+            *_rank_batch_note(engine, w, b),
+            *extrapolation_notes(r),
         ),
         ends,
         longest_prompt=int(prompt_tokens),
@@ -404,21 +404,24 @@ def launched(setting: Setting, verify: int, expert: int = 1) -> Setting:
     return setting.replace(spec=dataclasses.replace(spec, max_depth=verify - 1))
 
 
-def closed_loop(setting: Setting, degrees, w: Worker, context: float, load: Load):
+def closed_loop(setting: Setting, engine: str, degrees, w: Worker, context: float, load: Load):
     """The ``LoadResult`` of ``load.concurrency`` closed-loop clients on one instance of the
-    worker ``w`` (its layout ``degrees``, batch cap and token budget; the engine profile's
-    admission and prompt scheduling), each sending its next request of the load's fixed
+    worker ``w`` (its layout ``degrees``, batch cap and token budget as ``engine`` reads them;
+    the engine profile's admission and prompt scheduling), each sending its next request of the load's fixed
     lengths when its last finishes: the benchmark a point plan writes (docs/model.md §E1)."""
     from ..load.arrivals import Traffic
     from ..load.engine import EngineConfig
     from ..load.lengths import Lengths
     from ..load.run import Run, instance_in, serve
     from ..model.mixed_step import EngineLayout
+    from ..specs.engine import LIMITS_PER_ATTENTION_RANK
 
     p, t, dp, _ = degrees
     layout = EngineLayout(p * t, p, float(max(int(dp), 1)))
     config = EngineConfig(
         max_batch_requests=int(w.batch),
+        # the worker's cap as its engine reads it: per attention rank or per instance
+        per_attention_rank=engine in LIMITS_PER_ATTENTION_RANK,
         step_token_budget=int(w.token_budget),
         # the engine's scheduling, and the CUDA graphs the launch it writes captures
         engine_own=("admission", "prefill", "scheduler_steps", "graph_batch_sizes"),
@@ -453,160 +456,7 @@ def _speeds(ends: dict, tpot: str, batch: int) -> dict:
     return {**per, **whole} if per else {}
 
 
-def capacity_plan(
-    capacity, engine: str, traffic, config, *, max_model_len=None, checkpoint=None
-) -> LaunchPlan:
-    """The deployment of a capacity plan (``optimise.capacity_plan.CapacityPlan``): its instances
-    (or prefill and decode pools) in the layouts the simulation chose, checked at the plan's
-    Poisson rate and lengths against its targets."""
-    import numpy as np
-
-    from ..load.deployment import reference_context
-
-    setting, r = capacity.setting, capacity.result
-    if setting.spec is not None:
-        flag = "draft" if getattr(setting.spec, "draft", None) is not None else "draft_heads"
-        raise capacity_speculation(flag)
-    s = traffic.stream()
-    ctx = reference_context(traffic)
-    # the longest request the run drew, or each side's stated longest where its law caps it
-    # if longer (a session's later turns and a shared prefix lengthen a prompt past its law's
-    # cap; a traffic's lengths may have no upper end: a given --max-model-len caps its tail)
-    drawn = float(np.max(s.prompt_tokens + s.output_tokens))
-    prompt_cap = _longest_side(traffic.input_lengths, s.prompt_tokens)
-    capped = prompt_cap + _longest_side(traffic.output_lengths, s.output_tokens)
-    longest = max_model_len or round_length(max(drawn, capped), setting.model.max_context_tokens)
-    batch = max(1, int(math.ceil(r.mean_batch)))
-    prompt = float(np.mean(s.prompt_tokens))
-    workers = _capacity_workers(capacity, engine, traffic, config, ctx, prompt, batch, longest)
-    load = _capacity_load(capacity, traffic, s)
-    expected = _capacity_expected(capacity)
-    notes = _capacity_notes(capacity, workers, batch, ctx)
-    ckpt = _loaded(setting, checkpoint, engine)
-    return finish(
-        LaunchPlan(
-            "capacity",
-            setting,
-            engine,
-            ckpt,
-            workers,
-            longest,
-            load,
-            expected,
-            None,
-            notes,
-            {
-                k: float(v)
-                for k, v in {
-                    **load_intervals(r),
-                    **dict(r.count_ends),
-                    **capacity.intervals(),
-                }.items()
-                if k.rsplit("_", 1)[0] in expected
-            },
-            prefix_caching=bool(getattr(config, "prefix_caching", True)),
-            longest_prompt=int(max(np.max(s.prompt_tokens), prompt_cap)),
-        )  # fmt: skip
-    )
-
-
-def _longest_side(lengths, drawn) -> float:
-    """The longest prompt (or output) an exported engine must take: the law's own cap
-    (``Lengths.longest``) where it has one, so a rare long request of the plan's traffic is not
-    refused, else the longest the run drew."""
-    cap = lengths.longest() if lengths is not None else math.inf
-    return float(cap) if math.isfinite(cap) else float(max(drawn))
-
-
-def _capacity_workers(
-    capacity, engine: str, traffic, config, ctx: float, prompt: float, batch: int, longest: int
-) -> tuple[Worker, ...]:
-    """The workers of a capacity plan's deployment: its instances, or its prefill and decode
-    pools (each on its own GPU, as the simulation ran them), each in the layout the simulation's
-    instance for its share of the load chose, its
-    memory checked at the simulation's mean ``batch`` at the reference context ``ctx`` (a
-    prefill worker: one step's budget of prompts of ``prompt`` tokens)."""
-    from ..load.deployment import instance_for, offered_load
-
-    d = capacity.deployment
-
-    def pool(role, gpus, count, load):
-        # a prefill pool on GPUs of its own (``prefill_hardware``) is planned, and checked, on them
-        setting = (d.prefill_setting if role == "prefill" else None) or capacity.setting
-        inst = instance_for(setting, gpus, config, ctx, load)
-        # the instance's own limits (the engine's defaults on the GPU), as the engine is
-        # launched with them: one attention rank's where they hold per rank (the instance's
-        # are its ranks' together, ``EngineConfig.on_layout``)
-        lay = inst.layout
-        cap, budget = inst.config.rank_limits(lay)
-        # prompts in flight on a prefill worker: one step's budget of them on every rank
-        prefill_batch = max(1, int(math.ceil(inst.config.step_token_budget / prompt)))
-        attention = lay.tensor_degree / lay.attention_divisor
-        degrees = layout_degrees(setting, gpus, lay.pipeline, lay.tensor_degree, attention, engine)
-        at, planned = (prompt, prefill_batch) if role == "prefill" else (ctx, batch)
-        return worker(setting, engine, role, count, degrees, cap, budget, at, longest, planned)
-
-    if d.disaggregated:
-        return (
-            pool(
-                "prefill",
-                d.prefill_gpus_per_instance,
-                d.prefill_instances,
-                offered_load(traffic, d.prefill_instances, outputs=False),
-            ),
-            pool(
-                "decode",
-                d.gpus_per_instance,
-                d.instances,
-                offered_load(traffic, d.instances, prompts=False),
-            ),
-        )
-    return (pool("server", d.gpus_per_instance, d.instances, offered_load(traffic, d.instances)),)
-
-
-def _capacity_load(capacity, traffic, s) -> Load:
-    """The benchmark of a capacity plan: its traffic's lengths (``s``, the traffic's stream)
-    at the plan's Poisson rate, with its latency targets."""
-    import numpy as np
-
-    t = capacity.targets
-    prefix = float(traffic.shared_prefix_tokens)  # synthetic traffic's system prompts
-    own = s.prompt_tokens - prefix  # each prompt's own part, after the shared prefix
-    return Load(
-        float(np.mean(s.prompt_tokens)),
-        float(np.std(own)),
-        float(np.mean(s.output_tokens)),
-        float(np.std(s.output_tokens)),
-        int(traffic.requests),
-        rate_per_s=float(capacity.rate_per_s),
-        slo_ttft_p99_s=t.ttft_p99_s,
-        slo_tpot_p99_s=t.tpot_p99_s,
-        slo_e2e_p99_s=t.e2e_p99_s,
-        prefix_tokens=prefix,
-        prefixes=int(traffic.shared_prefixes),
-    )
-
-
-def _capacity_expected(capacity) -> dict:
-    """The figures a capacity plan expects: its simulation's percentiles, throughput, goodput
-    and prices at the plan's rate, and the most it holds within the targets."""
-    r = capacity.result
-    return {
-        "ttft_p50_s": r.ttft_s.p50,
-        "ttft_p99_s": r.ttft_s.p99,
-        "tpot_p50_s": r.tpot_s.p50,
-        "tpot_p99_s": r.tpot_s.p99,
-        "e2e_p99_s": r.e2e_s.p99,
-        "output_tokens_per_s": r.output_tokens_per_s,
-        "goodput_fraction": r.goodput_fraction,
-        "usd_per_m_output_tokens": r.usd_per_m_output_tokens,
-        # the deployment's whole cost per million output tokens, capacity's headline price
-        "usd_per_m_output_tokens_all_in": r.usd_per_m_output_tokens_all_in,
-        "max_rate_per_s": capacity.max_rate_per_s,
-    }
-
-
-def _extrapolation_notes(r) -> tuple[str, ...]:
+def extrapolation_notes(r) -> tuple[str, ...]:
     """The line saying a plan extrapolates, where the class of its run under load ``r`` is not
     in support (docs/model.md §F12); none in support or for a bound."""
     support = load_support(r)
@@ -615,37 +465,27 @@ def _extrapolation_notes(r) -> tuple[str, ...]:
     return (plan_line(support),)
 
 
-def _per_rank(setting: Setting, w: Worker) -> str:
-    """How a worker's written limits hold: each attention rank's, where its engine's limits
-    hold per rank (``LIMITS_PER_ATTENTION_RANK``) and it runs several; else nothing to add."""
+def rank_batch(engine: str, batch: int, attention_dp: int) -> int:
+    """The requests a worker of ``engine`` is launched to admit for an instance batch of
+    ``batch``: each of its ``attention_dp`` attention ranks' share, rounded up, where the
+    engine reads ``max_batch_size``/``max_num_seqs`` per rank (TensorRT-LLM, vLLM), else the
+    batch; CUDA graphs are then captured up to the batch a rank runs, not the instance's."""
     from ..specs.engine import LIMITS_PER_ATTENTION_RANK
 
-    prof = setting.assumptions.profile()
-    if w.attention_dp <= 1 or prof is None or prof.family not in LIMITS_PER_ATTENTION_RANK:
-        return ""
+    if attention_dp <= 1 or engine not in LIMITS_PER_ATTENTION_RANK:
+        return int(batch)
+    return max(1, math.ceil(int(batch) / int(attention_dp)))
+
+
+def _rank_batch_note(engine: str, w: Worker, batch: int) -> tuple[str, ...]:
+    """The line saying a worker's batch cap is each attention rank's share of the batch."""
+    if w.batch == batch:
+        return ()
     return (
-        f" on each of its {w.attention_dp} attention ranks ({w.batch * w.attention_dp} an instance)"
+        f"Batch cap {w.batch} on each of the {w.attention_dp} attention ranks "
+        f"({w.batch * w.attention_dp} an instance, at least the plan's {batch}): {engine} reads "
+        "it per rank, and captures CUDA graphs up to it.",
     )
-
-
-def _capacity_notes(capacity, workers: tuple[Worker, ...], batch: int, ctx: float) -> tuple:
-    """What a capacity plan's expected figures are and where its memory was checked."""
-    setting, d, r, t = capacity.setting, capacity.deployment, capacity.result, capacity.targets
-    notes = (
-        f"Expected figures: the simulation of {d.describe()} {setting.gpu.name} at {capacity.rate_per_s:g} req/s "
-        f"({r.assumptions}); it holds {capacity.max_rate_per_s:.4g} req/s within {t.describe()}.",
-        f"Memory checked at the simulation's mean batch ({batch}) and the lengths' mean context "
-        f"({ctx:,.0f} tokens); the engine's scheduler cap is {workers[-1].batch} requests"
-        f"{_per_rank(setting, workers[-1])}.",
-    )
-    notes += _extrapolation_notes(r)
-    if r.stable and load_intervals(r):  # expected figures; the offered load's are bare
-        notes += (
-            "output_tokens_per_s and the prices per million output tokens are the offered load's (a "
-            "deployment that keeps up serves it), so they carry no interval; the others do "
-            "(§F12).",
-        )
-    return notes
 
 
 def _tensor_split(setting: Setting, n: int, attention: int | None = None) -> str | None:
@@ -687,7 +527,7 @@ def disagg_plan(
     from ..serving import disaggregation as dg
     from ..serving.requests import request
 
-    ckpt = _loaded(setting, checkpoint, engine)  # what the engine loads: refused first
+    ckpt = loaded_checkpoint(setting, checkpoint, engine)  # what the engine loads: refused first
     row = request(setting, gpus, batch, prompt_tokens, output_tokens, discrete=True)
     _runs(setting, gpus, row, "decode workers: ")
     b = _whole(batch, "batch")
@@ -698,8 +538,8 @@ def disagg_plan(
         engine,
     )  # fmt: skip
     decode = worker(
-        setting, engine, "decode", 1, decode_degrees, b, _step_budget(engine, setting.gpu),
-        prompt_tokens + output_tokens / 2.0, longest,
+        setting, engine, "decode", 1, decode_degrees, rank_batch(engine, b, decode_degrees[2]),
+        _step_budget(engine, setting.gpu), prompt_tokens + output_tokens / 2.0, longest, b,
     )  # fmt: skip
     require_fit([decode.memory])  # a decode worker that does not fit has no pool balance
     dis = dg.compare(
@@ -727,6 +567,7 @@ def disagg_plan(
     notes = (
         f"Prefill workers: {prefill_count} per decode worker, the ratio of the pools' busy times "
         f"({ratio:.3g}; docs/model.md §B10).",
+        *_rank_batch_note(engine, decode, b),
     )
     plan = LaunchPlan("disagg", setting, engine, ckpt, workers, longest, load, expected, None,
                       notes, ends, longest_prompt=int(prompt_tokens))  # fmt: skip
