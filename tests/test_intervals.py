@@ -533,11 +533,14 @@ def test_misses_at_the_other_submitters_rate_by_hand():
 
 def test_a_prefill_interval_never_implies_more_than_the_peak():
     """Llama 3 70B, 8-bit weights, an 8,000-token prompt on one H100 (achievable): MFU 0.521.
-    Its 90 % band reaches a time 0.46 x the prediction, past the peak (MFU 1.14): every figure
-    moving with the MFU stops where it reaches 1, the speed at 6,803 / 0.5211 = 13,054 input
-    tokens/s and the time at 0.5211 x 1,176 = 612.8 ms (unclipped: 14,943 and 535.4 ms)."""
+    Its 90 % band reaches a time 0.46 x the prediction, past the peak (MFU 1.14): with no
+    ideal bound given, every figure moving with the MFU stops where it reaches 1, the speed at
+    6,803 / 0.5211 = 13,054 input tokens/s and the time at 0.5211 x 1,176 = 612.8 ms
+    (unclipped: 14,943 and 535.4 ms)."""
     setting = make_setting("Llama 3 70B", "H100", assumptions="achievable", weight_bits=8)
-    row = prefill_intervals(prefill(setting, 1, 8000), setting, 1)
+    pre = prefill(setting, 1, 8000)
+    row = iv.series_intervals(pre, setting, 1, pre["bound"], iv.PREFILL_FIGURES,
+                              iv.PREFILL_COMPOSED)  # fmt: skip
     mfu, speed, time = row["mfu"], row["input_tokens_per_s"], row["latency_s"]
     assert mfu == pytest.approx(0.5211, abs=1e-4)
     assert row["mfu_high90"] == pytest.approx(1.0, rel=1e-12)
@@ -554,6 +557,40 @@ def test_a_prefill_interval_never_implies_more_than_the_peak():
         )
     # the 80 % ends stay within the peak unclipped: 11,562 tokens/s (MFU 0.886)
     assert row["input_tokens_per_s_high80"] == pytest.approx(11562, rel=1e-4)
+
+
+def test_a_prefill_interval_never_passes_its_ideal_bound():
+    """The same prefill (6,803 input tokens/s, 1,176 ms, MFU 0.521) takes 871 ms under the
+    refined preset (9,186 tokens/s, MFU 0.704): both fast ends (80 % and 90 %, unclipped
+    11,562 and 13,054 tokens/s) stop there, the time's and the price's at its time and the
+    MFU's at its MFU; the slow ends are the band's. The CLI prints the same ends."""
+    setting = make_setting("Llama 3 70B", "H100", assumptions="achievable", weight_bits=8)
+    row = prefill_intervals(prefill(setting, 1, 8000), setting, 1)
+    bound = prefill(iv.ideal(setting), 1, 8000)
+    assert bound["latency_s"] == pytest.approx(0.8709, rel=1e-3)
+    for level in ("80", "90"):
+        assert row[f"input_tokens_per_s_high{level}"] == pytest.approx(
+            bound["input_tokens_per_s"], rel=1e-9
+        )
+        assert row[f"latency_s_low{level}"] == pytest.approx(bound["latency_s"], rel=1e-9)
+        assert row[f"mfu_high{level}"] == pytest.approx(bound["mfu"], rel=1e-9)
+        assert row[f"usd_per_m_input_tokens_low{level}"] == pytest.approx(
+            bound["usd_per_m_input_tokens"], rel=1e-9
+        )
+    assert row["latency_s_high90"] == pytest.approx(3.963, rel=1e-3)  # the band's slow end
+    import json
+
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    out = CliRunner().invoke(
+        main, ["prefill", "Llama 3 70B", "-H", "H100", "--weight-bits", "8", "--gpus", "1",
+               "--prompt-tokens", "8000", "--assumptions", "achievable", "--format", "json"],
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    printed = json.loads(out.output)
+    assert printed["rows"][0]["latency_s_low90"] == pytest.approx(bound["latency_s"], rel=1e-6)
 
 
 def test_a_steps_interval_never_passes_its_ideal_bound():

@@ -178,8 +178,15 @@ def ideal_setting(setting: Setting) -> Setting:
     return ideal(setting)
 
 
-def prefill_intervals(row: pd.Series, setting: Setting, gpus: float) -> pd.Series:
-    """A prefill's result with the interval entries of its figures.
+def prefill_intervals(
+    row: pd.Series,
+    setting: Setting,
+    gpus: float,
+    chunk_tokens: float | None = None,
+    discrete: bool = False,
+) -> pd.Series:
+    """A prefill's result with the interval entries of its figures, none faster than the
+    same prefill under the ideal bound.
 
     Parameters
     ----------
@@ -189,15 +196,19 @@ def prefill_intervals(row: pd.Series, setting: Setting, gpus: float) -> pd.Serie
         The problem.
     gpus : float
         The prefill's GPUs.
+    chunk_tokens : float or None
+        The token budget per pass ``prefill`` was given (None: whole prompts).
+    discrete : bool
+        Whether ``prefill`` ran on whole layouts.
 
     Returns
     -------
     pandas.Series
         The row with each figure's intervals after it; unchanged for a bound.
     """
-    from ..serving.intervals import PREFILL_COMPOSED, PREFILL_FIGURES, series_intervals
+    from ..serving import prefill
 
-    return series_intervals(row, setting, gpus, row["bound"], PREFILL_FIGURES, PREFILL_COMPOSED)
+    return prefill.prefill_intervals(row, setting, gpus, chunk_tokens, discrete)
 
 
 def context_parallel_intervals(

@@ -70,7 +70,7 @@ def prefill(
                 f"{setting.model.name}: {article(prompt)} {prompt:g}-token prefill of {batch:g} {plural(batch, 'prompt')} does not fit on {gpus:g} x {setting.gpu.name}"
             )
         )
-    row = api.prefill_intervals(row, setting, float(gpus))
+    row = api.prefill_intervals(row, setting, float(gpus), chunk_tokens, discrete)
     title = f"Prefill of {batch:g} x {prompt:g} tokens, {setting.model.name} on {gpus:g} x {setting.gpu.name}"
     notes = [n for n in (api.cache_note(prompt, cached_fraction),) if n]
     notes += layout_notes(row, discrete)

@@ -354,9 +354,11 @@ def composed_limits(
     peak: PeakCap | None = None,
     where=None,
     floors=None,
+    floor_kind: str = STEP,
 ) -> dict[str, np.ndarray]:
     """``limits`` of a figure whose error is that of several (``COMPOSED``): each term's log
-    ends, flipped where its orientation is -1, added end to end."""
+    ends, flipped where its orientation is -1, added end to end; ``floors`` hold the
+    ``floor_kind`` term's within the ideal bound."""
     v = np.asarray(values, dtype=float)
     n = v.size
     gpus, bound = np.broadcast_to(gpus, n), np.broadcast_to(bound, n)
@@ -373,7 +375,7 @@ def composed_limits(
                 lo_name, hi_name = QUANTILES[level]
                 lo = np.array([getattr(b, lo_name) for b in chosen], dtype=float)
                 hi = np.array([getattr(b, hi_name) for b in chosen], dtype=float)
-                lo, hi = within_bound(lo, hi, floors if kind == STEP else None)
+                lo, hi = within_bound(lo, hi, floors if kind == floor_kind else None)
             if orientation < 0:
                 lo, hi = -hi, -lo
             low[level] += lo
@@ -421,12 +423,13 @@ def figure_limits(
     peak=None,
     where=None,
     floors=None,
+    floor_kind: str = STEP,
 ) -> dict[str, np.ndarray]:
     """The interval ends (``limits``) of figure ``name``, one per value: a kind's band
     (``figures``, default ``FIGURES``), a composition (``composed``, default ``COMPOSED``)
     or the activity; ``peak`` holds one kind's bands within the peak, ``where`` is
-    (layouts, scenario) of its calibration class, ``floors`` the ideal bound's step time
-    over each figure's, logged (``bands``)."""
+    (layouts, scenario) of its calibration class, ``floors`` the ideal bound's time of the
+    ``floor_kind`` (a step's, or a prefill's TTFT) over each figure's, logged (``bands``)."""
     figures = FIGURES if figures is None else figures
     composed = COMPOSED if composed is None else composed
     if name in figures:
@@ -443,7 +446,7 @@ def figure_limits(
                 peak,
                 *_where(where, n),
             ),
-            floors if kind == STEP else None,
+            floors if kind == floor_kind else None,
         )
         if name.endswith(("mfu", "_fraction")):  # at most the peak, the whole
             ends = {k: np.minimum(v, 1.0) for k, v in ends.items()}
@@ -454,7 +457,7 @@ def figure_limits(
         return {k: v if power is None else it_power_w(power, v) for k, v in ends.items()}
     if name in composed:
         return composed_limits(
-            composed[name], values, setting, gpus, bound, peak, where, floors
+            composed[name], values, setting, gpus, bound, peak, where, floors, floor_kind
         )  # fmt: skip
     if name == ACTIVITY:
         return activity_limits(values, setting)
@@ -688,33 +691,47 @@ def figure_intervals(
     composed=None,
     peak=None,
     where=None,
+    floors=None,
+    floor_kind: str = STEP,
 ) -> dict:
     """The interval columns of single figures ``values[name]`` for ``names`` (kinds from
     ``figures``, default ``FIGURES``): one instance of ``gpus`` GPUs whose steps are
     ``bound``-bound; ``peak`` holds them within the peak, ``where`` is (layouts, scenario)
-    of their calibration class (``bands``)."""
+    of their calibration class (``bands``), ``floors`` within the ideal bound
+    (``figure_limits``)."""
     out = {}
     for name in names:
         ends = figure_limits(
-            name, [values[name]], setting, [gpus], [bound], figures, composed, peak, where
-        )
+            name, [values[name]], setting, [gpus], [bound], figures, composed, peak, where,
+            floors, floor_kind,
+        )  # fmt: skip
         for column, (_, v) in zip(interval_columns(name), _ordered(ends)):
             out[column] = float(v[0])
     return out
 
 
 def series_intervals(
-    row: pd.Series, setting: Setting, gpus, bound: str, figures=None, composed=None, where=None
+    row: pd.Series,
+    setting: Setting,
+    gpus,
+    bound: str,
+    figures=None,
+    composed=None,
+    where=None,
+    floors=None,
+    floor_kind: str = STEP,
 ) -> pd.Series:
     """One result (``request``'s view; ``prefill``'s with ``figures=PREFILL_FIGURES``) with
     the interval entries of its figures, each after its figure, in the calibration class
-    ``where`` gives (``bands``); unchanged for a bound."""
+    ``where`` gives (``bands``), the ``floor_kind``'s within the ideal bound by ``floors``
+    (``bound_floors``); unchanged for a bound."""
     if not expected(setting):
         return row
     names = [n for n in row.index if has_interval(n, figures, composed)]
     values = row.to_dict()
+    peak = _peak(values, figures)
     ends = figure_intervals(
-        values, names, setting, gpus, bound, figures, composed, _peak(values, figures), where
+        values, names, setting, gpus, bound, figures, composed, peak, where, floors, floor_kind
     )
     out = {}
     for key, value in row.items():

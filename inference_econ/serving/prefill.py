@@ -436,3 +436,37 @@ def _prefill_row(
     import pandas as pd  # on first use: a point's output needs no pandas
 
     return pd.Series(row)
+
+
+def prefill_intervals(
+    row: pd.Series,
+    setting: Setting,
+    gpus: float,
+    chunk_tokens: float | None = None,
+    discrete: bool = False,
+) -> pd.Series:
+    """A prefill's row (``prefill``'s, of the same ``gpus``, ``chunk_tokens`` and
+    ``discrete``) with its figures' intervals (docs/model-part-f.md §F12): each a time to
+    first token's band, no end faster than the same prompts' prefill under the ideal bound
+    (the refined preset, its best layout on those GPUs) nor past the peak (MFU 1)."""
+    from .intervals import (
+        PREFILL_COMPOSED,
+        PREFILL_FIGURES,
+        bound_floors,
+        expected,
+        ideal,
+        series_intervals,
+    )
+
+    floors = None
+    if expected(setting):
+        fastest = prefill(
+            ideal(setting), gpus, float(row["prompt_tokens"]), batch=float(row["batch"]),
+            cached_tokens=float(row["cached_tokens"]), chunk_tokens=chunk_tokens,
+            discrete=discrete,
+        )  # fmt: skip
+        floors = bound_floors([fastest["latency_s"]], [row["latency_s"]])
+    return series_intervals(
+        row, setting, gpus, row["bound"], PREFILL_FIGURES, PREFILL_COMPOSED,
+        floors=floors, floor_kind="TTFT",
+    )  # fmt: skip

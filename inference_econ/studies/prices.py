@@ -11,8 +11,7 @@ from ..errors import InfeasibleError, SpecError, article, expect
 from ..optimise.method import GRID, Method
 from ..optimise.optimiser import frontier
 from ..serving.derived_intervals import ratio_intervals, renamed_intervals
-from ..serving.intervals import PREFILL_COMPOSED, PREFILL_FIGURES, series_intervals
-from ..serving.prefill import prefill
+from ..serving.prefill import prefill, prefill_intervals
 from ..serving.setting import make_setting
 from ..specs.schema import check_number
 
@@ -57,9 +56,7 @@ def price_ratio(
         )
     # expected figures' intervals (§F12): the decode point's from its frontier, the input
     # price a prefill time's (TTFT); the ratio's from both, end against opposite end
-    pre = series_intervals(
-        pre, setting, point.gpus, pre["bound"], PREFILL_FIGURES, PREFILL_COMPOSED
-    )
+    pre = prefill_intervals(pre, setting, point.gpus)
     out = pd.Series(
         {
             "model": setting.model.name,
