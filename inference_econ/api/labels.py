@@ -212,12 +212,17 @@ def prefill_intervals(
 
 
 def context_parallel_intervals(
-    df: pd.DataFrame, setting: Setting, devices: int, device_gpus: float
+    df: pd.DataFrame,
+    setting: Setting,
+    devices: int,
+    device_gpus: float,
+    bound: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """A context-parallel comparison with the intervals of its times and speed-ups.
 
     A single device's time to first token is one device's on ``device_gpus`` GPUs, a chain's
-    on every device's; the speed-ups are paired ratios of one engine and one prompt.
+    on every device's; the speed-ups are paired ratios of one engine and one prompt. With
+    ``bound`` no time's end is faster than the same time under the ideal bound.
 
     Parameters
     ----------
@@ -229,6 +234,9 @@ def context_parallel_intervals(
         Devices of the chain.
     device_gpus : float
         GPUs of each device.
+    bound : pandas.DataFrame or None
+        The same comparison under the ideal bound (``compare_context_parallel`` of
+        ``intervals.ideal(setting)``), row for row; None: held within the peak only.
 
     Returns
     -------
@@ -241,19 +249,24 @@ def context_parallel_intervals(
     from ..serving.intervals import (
         CHAIN_FIGURES,
         CONTEXT_PARALLEL_FIGURES,
+        bound_floors,
         bound_of_tokens,
         series_intervals,
     )
 
-    single = {k: v for k, v in CONTEXT_PARALLEL_FIGURES.items() if k not in CHAIN_FIGURES}
-    chain = {k: CONTEXT_PARALLEL_FIGURES[k] for k in CHAIN_FIGURES}
     rows = []
-    for _, row in df.iterrows():
+    for i, (_, row) in enumerate(df.iterrows()):
         tokens = float(row["prompt_tokens"])
-        alone = str(bound_of_tokens(setting, tokens))
-        row = series_intervals(row, setting, device_gpus, alone, single)
-        shared = str(bound_of_tokens(setting, tokens / devices))
-        row = series_intervals(row, setting, devices * device_gpus, shared, chain).to_dict()
+        for name, kind in CONTEXT_PARALLEL_FIGURES.items():
+            on_chain = name in CHAIN_FIGURES
+            gpus = devices * device_gpus if on_chain else device_gpus
+            limit = str(bound_of_tokens(setting, tokens / devices if on_chain else tokens))
+            floors = None
+            if bound is not None:
+                floors = bound_floors([bound[name].iloc[i]], [row[name]])
+            row = series_intervals(row, setting, gpus, limit, {name: kind}, floors=floors,
+                                   floor_kind="TTFT")  # fmt: skip
+        row = row.to_dict()
         for name, chained in (
             ("speedup_ring_attention", "ring_attention_s"),
             ("speedup_kv_runahead", "kv_runahead_balanced_s"),

@@ -218,19 +218,25 @@ def context_parallel(
 
     link = None if link_gb_per_s is None else link_gb_per_s * 1e9
     setting = make_setting(model, hardware, **values)
-    df = api.compare_context_parallel(
-        setting, list(prompt_lengths), devices, link_bytes_per_s=link, devices_gpus=device_gpus
-    )
+
+    def compared(s):
+        return api.compare_context_parallel(
+            s, list(prompt_lengths), devices, link_bytes_per_s=link, devices_gpus=device_gpus
+        )
+
+    df = compared(setting)
     title = "Context-parallel prefill: time to first token and speed-up"
     notes = []
     if setting.assumptions.achievable:
-        df = api.context_parallel_intervals(df, setting, devices, device_gpus)
+        bound = compared(api.ideal_setting(setting))
+        df = api.context_parallel_intervals(df, setting, devices, device_gpus, bound)
         notes.append(
             "Intervals: each time is a time to first token's (one device's on its GPUs, a "
             "chain's on all its devices' GPUs, compute- or memory-bound by its tokens per "
-            "device); a speed-up's and equal_chunks_spread's are the ratios of their times at "
-            "the same end of each one's interval (one engine's error at the same quantile: "
-            "exact where both times fall in one stratum, §F12)."
+            "device), no end faster than the same time under the refined preset; a speed-up's "
+            "and equal_chunks_spread's are the ratios of their times at the same end of each "
+            "one's interval (one engine's error at the same quantile: exact where both times "
+            "fall in one stratum, §F12)."
         )
     click.echo(stated_table(df, format, setting, title, _meta(setting), notes), nl=False)
 
