@@ -438,13 +438,7 @@ def _prefill_row(
     return pd.Series(row)
 
 
-def prefill_intervals(
-    row: pd.Series,
-    setting: Setting,
-    gpus: float,
-    chunk_tokens: float | None = None,
-    discrete: bool = False,
-) -> pd.Series:
+def prefill_intervals(row, setting: Setting, gpus, chunk_tokens=None, discrete=False) -> pd.Series:
     """A prefill's row (``prefill``'s, of the same ``gpus``, ``chunk_tokens`` and
     ``discrete``) with its figures' intervals (docs/model-part-f.md §F12): each a time to
     first token's band, no end faster than the same prompts' prefill under the ideal bound
