@@ -672,6 +672,38 @@ def measured_as_planned(plan, model_id: str, meta: dict) -> dict:
     }
 
 
+def test_a_tensorrt_llm_result_is_read_at_the_version_its_export_names(tmp_path):
+    """DeepSeek-R1 on 8 H200 at batch 256 under TensorRT-LLM: the export names 1.2.1, whose
+    kernels the tables time on the H200, so its plan is priced on the kernel clock, as
+    compare-measured prices a result stating that version; the result's metadata carries the
+    version (``ie_engine_version``), so a result read far from its plan.json, with no
+    --engine, is predicted as the plan (it had been read as "trtllm (version not stated),
+    host overheads charged": TPOT 82.3 ms against the plan's 73.1 ms). --clock engine keeps
+    the profile's terms, and no line says otherwise."""
+    from inference_econ.measured.comparison import compare
+
+    kw = dict(engine="trtllm", gpus=8, batch=256, prompt_tokens=1000, output_tokens=1000)
+    plan = api.export("DeepSeek-R1", "H200", **kw)
+    assert plan.setting.assumptions.kernel_tables is True
+    assert plan.notes[1].startswith("Priced on the kernel clock: trtllm 1.2.1's kernels")
+    meta = bc.metadata(plan)
+    assert meta["ie_engine_version"] == "1.2.1"
+    path = tmp_path / "elsewhere" / "vllm-bench.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(measured_as_planned(plan, "deepseek-ai/DeepSeek-R1", meta)))
+    t = compare(path, "achievable").table
+    assert list(t.status) == ["ok"] * len(t) and len(t) >= 2
+    assert all("version not stated" not in e and "kernel tables" in e for e in t.engine)
+    assert (t.predicted / t.measured - 1).abs().max() < 0.01, t[["metric", "measured", "predicted"]]
+    engine_clock = api.export("DeepSeek-R1", "H200", clock="engine", **kw)
+    assert engine_clock.setting.assumptions.kernel_tables is False
+    assert not any("kernel clock" in n for n in engine_clock.notes)
+    # vLLM's version is not in the tables: its plan stays on the engine clock
+    assert not api.export(
+        "DeepSeek-R1", "H200", **{**kw, "engine": "vllm"}
+    ).setting.assumptions.kernel_tables
+
+
 def test_a_point_plans_figures_are_what_compare_measured_predicts_of_its_benchmark(tmp_path):
     """The benchmark loop runs one serving model: a point plan's expected figures are the load
     engine's run of the closed loop its benchmark.md writes, so a ``vllm bench serve`` result

@@ -85,8 +85,10 @@ def export(
     settings.setdefault("assumptions", table.default("assumptions", "export"))
     if settings["assumptions"] == "achievable":
         settings.setdefault("engine", engine)
+    _exported_clock(engine, hardware, settings)
     if plan == "capacity":
-        return _capacity_export(model, hardware, engine, progress, settings, launch_options)
+        made = _capacity_export(model, hardware, engine, progress, settings, launch_options)
+        return _clock_noted(made)
     context = _decode_context(prompt_tokens, output_tokens)
     setting = setting_of(model, hardware, context_tokens=context, **settings)
     source = {}
@@ -96,8 +98,48 @@ def export(
     _given_point(plan, gpus, batch)
     request = (setting, engine, gpus, batch, prompt_tokens, output_tokens)
     if plan == "disagg":
-        return launch.disagg_plan(*request, prefill_gpus, **launch_options)
-    return launch.point_plan(*request, **source, **launch_options)
+        return _clock_noted(launch.disagg_plan(*request, prefill_gpus, **launch_options))
+    return _clock_noted(launch.point_plan(*request, **source, **launch_options))
+
+
+def _exported_clock(engine: str, hardware, settings: dict) -> None:
+    """Price the plan on the kernel clock where a result of its benchmark would be: an export
+    names its engine's version (``launch_flags.yaml``), and a measured row stating a version
+    whose kernels the tables time, on a part they were measured on, is priced so
+    (docs/model.md, "Which clock prices a measured row"); every GPU the plan may run on must
+    have them. A clock given (engine or kernel) is kept."""
+    from ..export.launch import engine_names
+    from ..measured.predicting import reads_kernel_tables
+    from ..specs.engine import load_engine
+    from ..specs.hardware import GPU, load_hardware
+
+    if settings.get("clock") not in (None, "auto") or settings["assumptions"] != "achievable":
+        return
+    parts = hardware if isinstance(hardware, (list, tuple)) else [hardware]
+    try:
+        gpus = [h if isinstance(h, GPU) else load_hardware(h) for h in parts if h is not None]
+        profile = load_engine(settings["engine"])
+    except SpecError:
+        return  # the setting's own checks refuse it, with its message
+    version = str(engine_names(engine)["version"])
+    if gpus and all(reads_kernel_tables(profile, version, g) for g in gpus):
+        settings["clock"] = "kernel"
+
+
+def _clock_noted(plan):
+    """The plan, with a line where the kernel clock priced it (``_exported_clock``)."""
+    import dataclasses
+
+    if not plan.setting.assumptions.kernel_tables:
+        return plan
+    line = (
+        f"Priced on the kernel clock: {plan.engine} {plan.version}'s kernels on the "
+        f"{plan.setting.gpu.name} are in the measured tables (kernels/), as compare-measured "
+        "prices a result that states that version; --clock engine prices it by the profile's "
+        "terms."
+    )
+    # after the line that says what the expected figures are
+    return dataclasses.replace(plan, notes=(*plan.notes[:1], line, *plan.notes[1:]))
 
 
 def _given_point(plan: str, gpus, batch) -> None:

@@ -163,7 +163,9 @@ def _plan_context(path: Path) -> dict:
                 "parallelism": str(decode.get("parallelism", ""))
                 + (f" x{count}" if count > 1 else ""),
                 "precision": _precision_word(str(data.get("precision", ""))),
-                "engine": _plan_text(data, "engine", plan),
+                "engine": " ".join(
+                    filter(None, (_plan_text(data, k, plan) for k in ("engine", "engine_version")))
+                ),
                 "disaggregated": str(any(w.get("role") != "server" for w in workers)).lower(),
                 "stated": str(data.get("stated") or ""),
                 "plan": os.path.relpath(plan, path.resolve().parent),
@@ -215,6 +217,8 @@ def _precision_word(label: str) -> str:
 def _context(run: dict, path: Path) -> tuple[dict, str]:
     """The row's model, GPU, layout, precision and engine, and where they came from."""
     given = {col: str(run[key]) for key, col in CONTEXT_KEYS.items() if key in run}
+    if given.get("engine") and run.get("ie_engine_version"):  # "trtllm 1.2.1", as a row says it
+        given["engine"] = f"{given['engine']} {run['ie_engine_version']}"
     if given.get("hardware"):
         return given, "the file's --metadata"
     plan = _plan_context(path)
