@@ -786,25 +786,27 @@ def test_a_tensorrt_llm_plan_attends_on_the_whole_group_or_every_gpu_alone():
 def test_experts_are_spread_only_as_the_engine_launches_them():
     """gpt-oss-20b's 32 experts on 3 GPUs: TensorRT-LLM and SGLang assert num_experts %
     ep_size == 0, so their workers tensor-split the experts (no EP degree, no --ep_size flag);
-    vLLM would spread them unevenly (11, 11, 10), which the model does not price (it had
-    launched EP3 and priced the experts tensor-split), so it launches no expert parallelism
-    either, and the attention data parallelism its plan chose, which vLLM runs only with
-    expert-parallel MoE layers, is refused with the reason; on 4 GPUs every engine spreads
-    them 8 a rank."""
-    for engine, gpus, want in (("trtllm", 3, 1), ("sglang", 3, 1), ("vllm", 3, 1),
-                               ("trtllm", 4, 4), ("vllm", 4, 4)):  # fmt: skip
+    vLLM would spread them unevenly (11, 11, 10), which the model does not price, and runs
+    attention data parallelism only with expert-parallel MoE layers, so its point lays the
+    3 GPUs out as three pipeline stages (it had chosen TP3 with three attention ranks and then
+    refused its own plan); a worker with that layout is still refused with the reason. On 4
+    GPUs every engine spreads them 8 a rank."""
+    for engine, gpus, want, layout in (
+        ("trtllm", 3, 1, "TP3"), ("sglang", 3, 1, "TP3"), ("vllm", 3, 1, "TP1PP3"),
+        ("trtllm", 4, 4, "TP4"), ("vllm", 4, 4, "TP4"),
+    ):  # fmt: skip
         plan = api.export("gpt-oss-20b", "H100", engine=engine, gpus=gpus, batch=32,
                           prompt_tokens=1000, output_tokens=100)  # fmt: skip
         (w,) = plan.workers
         assert w.expert == want, (engine, gpus, w)
-        assert bc.metadata(plan)["ie_parallelism"].startswith(f"TP{gpus} (EP{want}")
-        if (engine, gpus) == ("vllm", 3):
-            assert w.attention_dp == 3
-            with pytest.raises(SpecError, match="spreading gpt-oss-20b's experts unevenly"):
-                bundle.render(plan)
-            continue
+        assert bc.metadata(plan)["ie_parallelism"].startswith(f"{layout} (EP{want}")
         text = bundle.render(plan)["launch.sh"]
         assert ("--ep_size 3" in text or "--ep-size 3" in text) is False, (engine, text)
+        if (engine, gpus) == ("vllm", 3):
+            assert (w.pipeline, w.tensor, w.attention_dp) == (3, 1, 1)
+            tp3 = dataclasses.replace(w, pipeline=1, tensor=3, attention_dp=3)
+            with pytest.raises(SpecError, match="spreading gpt-oss-20b's experts unevenly"):
+                bundle.render(dataclasses.replace(plan, workers=(tp3,)))
 
 
 def test_a_frontier_export_launches_the_expert_degree_its_point_was_priced_with(tmp_path):

@@ -240,3 +240,28 @@ def test_the_engine_clock_reads_nvfp4_experts_at_the_kernel_the_engine_runs_for_
     assert moe_format_factor(b200, "nvfp4", DEEPSEEK, 8, 128) == pytest.approx(
         float(_on_grid(low, 8, 128))
     )
+
+
+def test_vllm_lays_out_attention_data_parallelism_only_where_its_experts_span_the_group():
+    """vLLM runs attention data parallelism only with --enable-expert-parallel, which spans
+    every GPU of the group: gpt-oss-120b's 128 experts must divide the tensor degree. Its
+    discrete frontier on H100 holds attention-DP layouts of TP2, TP4 and TP8 only (SGLang's,
+    which splits part of the group, also TP3, TP5, TP6 and TP10); 5 GPUs, whose only
+    attention degree its 8 KV heads allow is one GPU a rank, have no layout vLLM launches,
+    and the refusal says why."""
+    from inference_econ import api
+
+    tensor = {}
+    for engine in ("vllm", "sglang"):
+        s = ie.make_setting("gpt-oss-120b", "H100", assumptions="achievable", engine=engine,
+                            context_tokens=1000)  # fmt: skip
+        t = ie.frontier(s, method="discrete").to_dataframe()
+        tensor[engine] = set(t.tensor_degree[t.attention_degree < t.tensor_degree])
+    assert tensor["vllm"] == {2.0, 4.0, 8.0}
+    assert {3.0, 5.0, 6.0} <= tensor["sglang"]
+    s = ie.make_setting("gpt-oss-120b", "H100", assumptions="achievable", engine="vllm",
+                        context_tokens=1000)  # fmt: skip
+    assert ie.point(s, gpus=5, batch=248, discrete=True)["latency_s"] == np.inf
+    assert "the routed experts (the engine runs it only with" in api.uneven_note(s, 5)
+    assert ie.point(s.replace(assumptions=s.assumptions.replace(engine=None)), gpus=5, batch=248,
+                    discrete=True)["attention_degree"] == 1  # fmt: skip

@@ -656,15 +656,20 @@ def experts_placement(work: Workload, t: int, least_per_sparsity: float) -> str:
     return f"{split} from a micro-batch of {least:g}, tensor-split below"
 
 
-def engine_attention_degrees(degrees: list[int], t: int, features) -> list[int]:
+def engine_attention_degrees(degrees: list[int], t: int, features, experts=()) -> list[int]:
     """The attention tensor degrees of a tensor group of ``t`` GPUs that an engine with these
     layout ``features`` runs (§F11), out of ``degrees`` (the divisors of ``t`` the heads
     allow, ascending): every one with "attention_data"; else attention over the whole group
     (``t``, or the largest allowed), and every GPU attending alone (1) too with
-    "attention_data_whole" (TensorRT-LLM's enable_attention_dp)."""
+    "attention_data_whole" (TensorRT-LLM's enable_attention_dp). With
+    "attention_data_expert" (vLLM) attention splits into data-parallel ranks only where every
+    MoE group's routed ``experts`` divide ``t``: its expert parallelism spans the group;
+    elsewhere attention runs over the whole group or the layout is not launched (none)."""
+    tensor = [t] if t in degrees else list(degrees[-1:])
+    if "attention_data_expert" in features and any(e > 1 and e % t for e in experts):
+        return [t] if t in degrees else []
     if "attention_data" in features:
         return list(degrees)
-    tensor = [t] if t in degrees else list(degrees[-1:])
     return sorted({1, *tensor}) if "attention_data_whole" in features else tensor
 
 

@@ -333,11 +333,21 @@ def splits_evenly(model, gpus: int, pipeline: bool = True) -> bool:
     (a pipeline degree dividing the layers and the GPUs, a feed-forward tensor degree dividing
     every feed-forward width, attention on one GPU at least), whatever the memory."""
     for p in divisors(model.work.layers) if pipeline else [1]:
-        if gpus % p == 0 and any(
-            ff_splits_evenly(model, gpus // p, 1.0, two).all() for two in (False, True)
+        if (
+            gpus % p == 0
+            and any(ff_splits_evenly(model, gpus // p, 1.0, two).all() for two in (False, True))
+            and _attends(model, gpus // p)
         ):
             return True
     return False
+
+
+def _attends(model, t: int) -> bool:
+    """Whether the engine runs attention on a tensor group of ``t`` GPUs at all: some
+    attention degree its heads allow that the engine launches (``engine_attention_degrees``)."""
+    allowed = [d for d in divisors(t) if model.work.tp_heads % d == 0]
+    experts = [g.experts for g in model.work.groups]
+    return bool(engine_attention_degrees(allowed, t, model.features, experts))
 
 
 def uneven_reason(
@@ -359,7 +369,13 @@ def uneven_reason(
     return (
         f"no whole layout of {n} GPUs splits {arch_name} evenly: pipeline degrees divide its "
         f"{model.work.layers} layers and the GPUs, tensor degrees every feed-forward width "
-        "(docs/model.md §B7)"
+        + (
+            "and, under attention data parallelism, the routed experts (the engine runs it "
+            "only with its expert parallelism over the whole group) "
+            if "attention_data_expert" in model.features
+            else ""
+        )
+        + "(docs/model.md §B7)"
         + (f"; {listed} GPUs do" if near else "")
         + ("; without --discrete the continuous model lays out any count" if continuous else "")
     )
@@ -384,7 +400,9 @@ def whole_layout(
         if not (even[True].any() or even[False].any()):
             continue
         part = model.pipeline_part(float(N), B, S, context, float(p))
-        for t_at in engine_attention_degrees(attention_degrees(arch, t), t, model.features):
+        experts = [g.experts for g in model.work.groups]
+        allowed = attention_degrees(arch, t)
+        for t_at in engine_attention_degrees(allowed, t, model.features, experts):
             adiv = float(t // t_at)
             values = per_layout(float(N), B, float(p), [adiv])[0] if per_layout else None
             lat2, lat1 = model.latency_by_dims(part, adiv)

@@ -69,7 +69,8 @@ def candidate_layouts(
             continue
         t = gpus // p
         allowed = [d for d in divisors(t) if work.tp_heads % d == 0]
-        for t_at in engine_attention_degrees(allowed, t, features):
+        experts = [g.experts for g in work.groups]
+        for t_at in engine_attention_degrees(allowed, t, features, experts):
             for two_d in (False, True) if t > 1 and "tensor_2d" in features else (False,):
                 out.append(EngineLayout(gpus, p, t / t_at, two_d))
     return out

@@ -27,7 +27,7 @@ from typing import Any, Literal, get_args
 from ..errors import SpecError, did_you_mean, short
 from . import catalog
 from .engine_terms import BY_TERM, FRACTION_OF, REMOVED_TERMS, TERMS, FractionOf
-from .features import LAYOUT_FEATURES, MODEL_CLASSES, ModelClass
+from .features import CONDITIONS, LAYOUT_FEATURES, MODEL_CLASSES, ModelClass
 from .schema import Reader, check_number
 from .versions import in_range, open_ended, parse_version, version_range
 from .yamlfile import load_yaml
@@ -431,8 +431,9 @@ def _parallelism(value: Any, source: str) -> tuple[tuple[str, tuple[str, ...]], 
             raise SpecError(source, f"parallelism.{cls}", "unknown model class", hint)
         listed = [features] if isinstance(features, str) else list(features or ())
         for f in listed:
-            if f not in LAYOUT_FEATURES:
-                hint = did_you_mean(str(f), LAYOUT_FEATURES) or ", ".join(LAYOUT_FEATURES)
+            if f not in LAYOUT_FEATURES + CONDITIONS:
+                known = LAYOUT_FEATURES + CONDITIONS
+                hint = did_you_mean(str(f), known) or ", ".join(known)
                 raise SpecError(source, f"parallelism.{cls}", f"unknown feature {f!r}", hint)
         out.append((str(cls), tuple(str(f) for f in listed)))
     return tuple(out)

@@ -14,5 +14,10 @@ MODEL_CLASSES: tuple[ModelClass, ...] = get_args(ModelClass)
 #: Layout features beyond 1-D tensor parallelism: pipeline stages, expert parallelism,
 #: data-parallel attention inside an instance (over any divisor of the tensor group:
 #: "attention_data"; over the whole group or none, every GPU attending alone, as TensorRT-LLM's
-#: enable_attention_dp runs it: "attention_data_whole"), 2-D tensor parallelism.
+#: enable_attention_dp runs it: "attention_data_whole"), 2-D tensor parallelism. One more is
+#: a condition, not a layout: "attention_data_expert", data-parallel attention only where the
+#: routed experts split evenly over the whole tensor group (vLLM, whose attention data
+#: parallelism needs expert-parallel MoE layers and whose --enable-expert-parallel spans every
+#: GPU of the group).
 LAYOUT_FEATURES = ("pipeline", "expert", "attention_data", "attention_data_whole", "tensor_2d")
+CONDITIONS = ("attention_data_expert",)
