@@ -746,13 +746,14 @@ def test_a_point_plans_figures_are_what_compare_measured_predicts_of_its_benchma
 
 
 def test_a_plan_with_attention_over_part_of_its_tensor_group_is_read_back_as_planned(tmp_path):
-    """SGLang's --dp-size below --tp (DeepSeek-V3 on 8 H200 at batch 32: two attention ranks of
-    TP4): the result file names the ranks ("TP8 (EP8, DP2 attn-DP)"), and compare-measured
-    replays that layout, not attention on eight ranks of TP1 (which would be
-    4 % off the plan's own throughput at 1,000/300 tokens)."""
+    """SGLang's --dp-size below --tp (DeepSeek-V3 on 8 H200 at batch 64: two attention ranks of
+    TP4, its experts split EP8 from a micro-batch of 64): the result file names the ranks
+    ("TP8 (EP8, DP2 attn-DP)"), and compare-measured replays that layout, not attention on
+    eight ranks of TP1 (which would be 4 % off the plan's own throughput at 1,000/300
+    tokens)."""
     from inference_econ.measured.comparison import compare
 
-    plan = api.export("DeepSeek-V3", "H200", weight_bits=8, engine="sglang", gpus=8, batch=32,
+    plan = api.export("DeepSeek-V3", "H200", weight_bits=8, engine="sglang", gpus=8, batch=64,
                       prompt_tokens=1000, output_tokens=100)  # fmt: skip
     (w,) = plan.workers
     assert (w.tensor, w.attention_dp, w.expert) == (8, 2, 8)
@@ -1078,3 +1079,30 @@ def test_an_attention_dp_point_launches_each_ranks_share_of_its_batch():
         assert "closed loop of 256 clients" in plan.notes[0]
         if engine == "trtllm":
             assert trtllm_options(plan, w)["cuda_graph_config"]["max_batch_size"] == 32
+
+
+def test_a_point_launches_its_experts_as_its_decode_steps_are_priced():
+    """gpt-oss-120b on 4 H100 under vLLM at batch 2: the model prices its decode steps with the
+    128 experts tensor-split (EP4 only from a micro-batch of 64), so the export launches no
+    expert parallelism (it had launched --enable-expert-parallel and priced EP4 at every batch:
+    TPOT 9.52 ms beside the point's 6.31); its expected TPOT is the point's. At batch 256 it
+    splits them EP4 over four attention ranks, as vLLM runs attention DP. A plan that needs
+    expert parallelism (redundant experts) keeps EP at a small batch, and says its figures are
+    EP's."""
+    from inference_econ.serving.requests import request
+
+    kw = dict(engine="vllm", gpus=4, prompt_tokens=500, output_tokens=1000)
+    small = api.export("gpt-oss-120b", "H100", batch=2, **kw)
+    (w,) = small.workers
+    assert (w.tensor, w.attention_dp, w.expert) == (4, 1, 1)
+    assert "--enable-expert-parallel" not in bundle.render(small)["launch.sh"]
+    assert any(n.startswith("Experts tensor-split (EP1), as the point's") for n in small.notes)
+    point = request(small.setting, 4, 2, 500, 1000, discrete=True)
+    assert small.expected["tpot_s"] == pytest.approx(point["decode_latency_s"], rel=1e-3)
+    assert small.expected["tpot_s"] == pytest.approx(0.00631, rel=2e-3)
+    (w,) = api.export("gpt-oss-120b", "H100", batch=256, **kw).workers
+    assert (w.attention_dp, w.expert) == (4, 4)
+    kept = api.export("DeepSeek-V3", "H200", weight_bits=8, engine="sglang", gpus=8, batch=32,
+                      prompt_tokens=1000, output_tokens=100, redundant_experts=32)  # fmt: skip
+    assert kept.workers[0].expert == 8
+    assert any("redundant experts need expert-parallel MoE layers" in n for n in kept.notes)

@@ -64,3 +64,47 @@ def uneven_experts(setting: Setting, t: int) -> str:
         "experts unevenly, which the model does not price"
         + (f" (it splits them EP{e})" if e > 1 else "")
     )
+
+
+def split_at(setting: Setting, micro_batch: float) -> bool:
+    """Whether the model splits the experts of a decode step of ``micro_batch`` sequences a
+    pipeline stage (§A5's rule under the setting's assumptions: once it holds
+    ``expert_parallel_min_batch_per_sparsity`` x each MoE group's sparsity)."""
+    from ..model.workload import compile_workload
+
+    least = setting.assumptions.expert_parallel_min_batch_per_sparsity
+    work = compile_workload(setting.model, setting.assumptions)
+    return all(micro_batch >= least * g.sparsity for g in work.groups if g.experts > 1)
+
+
+def point_degree(setting: Setting, degrees, batch: int, engine: str) -> tuple[int, str]:
+    """The expert degree a point's worker launches, and the line saying why where it is not
+    ``launched_degree``'s: a point whose decode steps the model prices with the experts
+    tensor-split (its micro-batch below §A5's minimum) launches them so (EP1), which every
+    engine runs, unless the plan needs expert parallelism (redundant experts, two-batch
+    overlap, or vLLM's attention data parallelism, whose MoE layers must then be
+    expert-parallel): then it keeps the group's degree, and the line says its figures are
+    that degree's."""
+    p, t, dp, e = degrees
+    if e <= 1 or split_at(setting, batch / p):
+        return e, ""
+    needs = [
+        why
+        for why, needed in (
+            ("redundant experts", setting.model.redundant_experts > 0),
+            ("two-batch overlap", setting.assumptions.two_batch_overlap),
+            ("vLLM's attention data parallelism", engine == "vllm" and dp > 1),
+        )
+        if needed
+    ]
+    if needs:
+        return e, (
+            f"Experts EP{e} at every batch: the model splits them only from a larger "
+            f"micro-batch than this point's {batch / p:g} (tensor-split below), but "
+            f"{' and '.join(needs)} need expert-parallel MoE layers; the figures are EP{e}'s."
+        )
+    return 1, (
+        f"Experts tensor-split (EP1), as the point's decode steps of {batch / p:g} sequences "
+        f"a stage are priced (the model splits them EP{e} only from a larger micro-batch); "
+        "the figures are EP1's."
+    )

@@ -24,7 +24,7 @@ from ..serving.setting import Setting
 from ..serving.speculative import SpecDecoding
 from ..serving.support import plan_line
 from .eplb import balancer_launches
-from .experts import expert_note, launched_degree
+from .experts import expert_note, launched_degree, point_degree
 from .overlap import overlap_launches
 from .refusals import (
     checkpoint_of,
@@ -306,6 +306,9 @@ def point_plan(
         engine,
     )  # fmt: skip
     b = _whole(batch, "batch")
+    e0 = degrees[3]  # the degree the layout launches once batches are large
+    e, why = point_degree(setting, degrees, b, engine)  # as the point's decode is priced
+    degrees = (*degrees[:3], e)
     context = prompt_tokens + output_tokens / 2.0  # the decode step's mean context (§B10)
     longest = longest_request(max_model_len, prompt_tokens + output_tokens, setting)
     budget = _step_budget(engine, setting.gpu)
@@ -333,7 +336,7 @@ def point_plan(
             f"the benchmark below: a closed loop of {b} clients, {prompt_tokens:g} in / "
             f"{output_tokens:g} out, {load.requests} requests (as compare-measured replays "
             "its results); means over the requests.",
-            *filter(None, [expert_note(setting, w.tensor, w.expert, engine, _version(engine))]),
+            *filter(None, [expert_note(setting, w.tensor, e0, engine, _version(engine)), why]),
             *_rank_batch_note(engine, w, b),
             *extrapolation_notes(r),
         ),
@@ -537,6 +540,8 @@ def disagg_plan(
         setting, gpus, row["pipeline_degree"], row["tensor_degree"], row["attention_degree"],
         engine,
     )  # fmt: skip
+    e, why = point_degree(setting, decode_degrees, b, engine)  # as its decode is priced
+    decode_degrees = (*decode_degrees[:3], e)
     decode = worker(
         setting, engine, "decode", 1, decode_degrees, rank_batch(engine, b, decode_degrees[2]),
         _step_budget(engine, setting.gpu), prompt_tokens + output_tokens / 2.0, longest, b,
@@ -567,6 +572,7 @@ def disagg_plan(
     notes = (
         f"Prefill workers: {prefill_count} per decode worker, the ratio of the pools' busy times "
         f"({ratio:.3g}; docs/model.md §B10).",
+        *filter(None, [why]),
         *_rank_batch_note(engine, decode, b),
     )
     plan = LaunchPlan("disagg", setting, engine, ckpt, workers, longest, load, expected, None,
