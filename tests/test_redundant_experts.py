@@ -3,6 +3,8 @@ and the busiest expert-parallel rank's load on both clocks (docs/model-part-f.md
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -241,3 +243,29 @@ def test_copies_balance_only_where_the_slots_split_evenly_over_the_ranks():
         none = ie.point("Mixtral 8x7B", "H100-SXM", redundant_experts=0, **kw)
         one = ie.point("Mixtral 8x7B", "H100-SXM", redundant_experts=1, **kw)
         assert one.expert_degree == 8 and one.tokens_per_s == pytest.approx(none.tokens_per_s)
+
+
+def test_copies_a_layout_cannot_balance_are_said_to_take_memory_only():
+    """DeepSeek-R1's 256 experts with 30 copies on 8 H200 (EP8): 286 slots do not split over
+    8 ranks, so the model prices the copies as memory only (the point's speed is the same as
+    with none) and the point says so, with the nearest counts that split (24, 32); 32 copies
+    balance and say nothing. A tensor-parallel layout (EP1) balances none."""
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+    from inference_econ.model.moe import redundant_note
+
+    assert redundant_note(256, 30, [8.0]).endswith("286 expert slots do not split evenly over "
+                                                   "EP8, as every engine's balancer needs; give "
+                                                   "24 or 32")  # fmt: skip
+    assert redundant_note(256, 32, [8.0]) is None and redundant_note(256, 0, [8.0]) is None
+    assert "no expert parallelism" in redundant_note(256, 32, [1.0, 8.0])
+    args = ["point", "DeepSeek-R1", "-H", "H200", "--gpus", "8", "--batch", "256", "--discrete",
+            "--assumptions", "achievable", "--engine", "trtllm", "--format", "json"]  # fmt: skip
+    out = {r: CliRunner().invoke(main, [*args, "--redundant-experts", str(r)]) for r in (0, 30, 32)}
+    rows = {r: json.loads(o.output) for r, o in out.items()}
+    speed = {r: rows[r]["rows"][0]["tokens_per_s"] for r in rows}
+    assert speed[30] == pytest.approx(speed[0], rel=1e-9) and speed[32] != speed[0]
+    said = {r: [n for n in rows[r]["notes"] if "redundant experts" in n] for r in rows}
+    assert len(said[30]) == 1 and "give 24 or 32" in said[30][0]
+    assert said[0] == said[32] == []

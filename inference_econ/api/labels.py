@@ -28,6 +28,7 @@ __all__ = [
     "interval_columns",
     "load_coverage_note",
     "prefill_intervals",
+    "redundant_note",
     "requests_metadata",
     "uneven_note",
     "whole_batch_kv_note",
@@ -356,3 +357,30 @@ def uneven_note(setting: Setting, gpus: float) -> str | None:
     from ..serving.decode import uneven
 
     return uneven(setting, gpus)
+
+
+def redundant_note(setting: Setting, rows) -> str | None:
+    """The line saying the redundant experts take memory only on the rows' layouts.
+
+    Parameters
+    ----------
+    setting : Setting
+        The problem (its model's ``redundant_experts``).
+    rows : dict, pandas.Series or pandas.DataFrame
+        Configurations with a ``tensor_degree``.
+
+    Returns
+    -------
+    str or None
+        The line, with the nearest counts whose slots split evenly over the layout's expert
+        degree (``model.moe.redundant_note``); None without copies or where they balance.
+    """
+    import numpy as np
+
+    from ..model.moe import redundant_note as note
+
+    copies = int(setting.model.redundant_experts)
+    if not copies or "tensor_degree" not in rows:
+        return None
+    tensor = np.ravel(np.asarray(rows["tensor_degree"], dtype=float))
+    return note(setting.model.routed_experts, copies, tensor[np.isfinite(tensor)])

@@ -48,14 +48,17 @@ discrete_option = option(
 )
 
 
-def layout_notes(rows, discrete: bool) -> list[str]:
+def layout_notes(rows, discrete: bool, setting=None) -> list[str]:
     """What a given configuration's output says about its layout: under the continuous model
     (the default), that its real-valued figures are the paper's model, when any is real-valued
-    (``serving.decode.continuous_note``)."""
+    (``serving.decode.continuous_note``); with its ``setting``, where redundant experts take
+    memory only on its layouts (``api.redundant_note``)."""
     from .. import api
 
-    note = None if discrete else api.continuous_note(rows)
-    return [note] if note else []
+    notes = [None if discrete else api.continuous_note(rows)]
+    if setting is not None:
+        notes.append(api.redundant_note(setting, rows))
+    return [n for n in notes if n]
 
 
 def layout_meta(meta: dict, discrete: bool) -> dict:
@@ -91,7 +94,7 @@ def point(model, hardware, gpus, batch, discrete, format, **values):
         )
     title = f"{setting.model.name} on {gpus:g} x {setting.gpu.name}, batch {batch:g}"
     kv = api.whole_batch_kv_note(setting, gpus, batch, setting.context_tokens)
-    notes = [n for n in (kv,) if n] + layout_notes(row, discrete)
+    notes = [n for n in (kv,) if n] + layout_notes(row, discrete, setting)
     meta = layout_meta(setting.metadata(), discrete)
     if format in ("table", "markdown"):  # CSV and JSON keep their one row
         notes += _operations_text(setting, row, discrete, format)
@@ -191,7 +194,7 @@ def frontier(
     notes: list[str] = []
     if api.expected_figures(setting):  # the interval table's code only for expected figures
         notes += [n for n in (api.coverage_note(setting),) if n]
-    notes += [*table.notes, *layout_notes(columns, discrete)]
+    notes += [*table.notes, *layout_notes(columns, discrete, setting)]
     if format == "table":
         emit(line + "\n" + _frontier_text(setting, table, columns, notes), out)
         return

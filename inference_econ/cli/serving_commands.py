@@ -144,7 +144,7 @@ def request(
     # the decode step's mean context, n_in + n_out/2 (docs/model.md §B10)
     whole = whole_batch_kv_note(setting, gpus, batch, prompt_tokens + output_tokens / 2)
     notes = [n for n in (cache_note(prompt_tokens, cached_fraction), whole) if n]
-    notes += layout_notes(row, discrete)
+    notes += layout_notes(row, discrete, setting)
     click.echo(
         stated(row, format, title, setting, layout_meta(_meta(setting), discrete), notes), nl=False
     )
@@ -290,7 +290,7 @@ def disagg(
             or f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} for this "
             "request mix (co-located or disaggregated)"
         )
-    notes = [*df.attrs["notes"], *layout_notes(df.attrs["decode_layout"], discrete)]
+    notes = [*df.attrs["notes"], *layout_notes(df.attrs["decode_layout"], discrete, setting)]
     if setting.assumptions.achievable:
         notes.append(
             "kv_transfer_s is an ideal bound, not an expected figure: the KV cache over each "

@@ -253,3 +253,30 @@ def _position(values, grid):
     v = np.log2(np.maximum(np.asarray(values, dtype=float), 1.0))
     g = np.log2(np.asarray(grid, dtype=float))
     return np.interp(v, g, np.arange(len(g), dtype=float))
+
+
+def redundant_note(experts: int, copies: int, tensor_degrees) -> str | None:
+    """The line saying where ``copies`` redundant experts beside ``experts`` routed experts take
+    memory only (``balanced_slots``): on a layout of tensor degree ``t`` whose expert degree
+    once batches are large, gcd(t, E), is 1 or does not divide the slots; with the nearest
+    counts that do. None without copies, or where every layout balances them."""
+    if copies <= 0 or experts <= 1:
+        return None
+    degrees = sorted({int(np.gcd(int(round(t)), int(experts))) for t in tensor_degrees})
+    idle = [e for e in degrees if not balanced_slots(experts, copies, e)]
+    if not idle:
+        return None
+    e = max(idle)
+    where = "" if len(degrees) == 1 else " on layouts of " + ", ".join(f"EP{d}" for d in idle)
+    if e <= 1:
+        return (
+            f"{copies} redundant experts take memory only{where}: no expert parallelism, and "
+            "balancers move experts between expert-parallel ranks"
+        )
+    over = (experts + copies) % e
+    near = [c for c in (copies - over, copies + e - over) if c > 0]
+    return (
+        f"{copies} redundant experts take memory only{where}: {experts + copies} expert slots "
+        f"do not split evenly over EP{e}, as every engine's balancer needs; give "
+        + " or ".join(map(str, near))
+    )

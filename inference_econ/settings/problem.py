@@ -63,7 +63,8 @@ class ServedOptions:
         help="Redundant copies of routed experts in each MoE layer, which the engine's"
         " expert-parallel load balancer (EPLB) places where the hottest experts load a rank most:"
         " they take memory, and under an engine profile lower the busiest rank's load where"
-        " experts are parallel (default 0: none; TensorRT-LLM's wide-EP guide runs DeepSeek-R1's"
+        " experts are parallel and the slots split evenly over their ranks, else the output says"
+        " they take memory only (default 0: none; TensorRT-LLM's wide-EP guide runs DeepSeek-R1's"
         " 256 experts in 288 slots, 32 copies).",
         unit="experts",
         minimum=0,
