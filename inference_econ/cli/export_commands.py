@@ -99,7 +99,13 @@ PLAN_OPTIONS = {
     "output_lengths",
     help="Output tokens per request (point, frontier, disagg; a capacity plan's traffic below).",
 )
-@options("prefill_gpus", "disaggregated", "max_gpus")
+@option(
+    "prefill_gpus",
+    help="GPUs of each prefill worker (--plan disagg; default: as many as decode). The export "
+    "runs as many workers as keep the decode worker fed (the ratio of the pools' busy times), "
+    "where disagg prices one pool of these GPUs.",
+)
+@options("disaggregated", "max_gpus")
 @click.option(
     "--pick",
     type=click.Choice(["fastest", "cheapest", "preference"]),
