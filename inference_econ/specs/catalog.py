@@ -254,6 +254,9 @@ def _unknown(kind: str, text: str, tried: str = "") -> UnknownNameError:
         if _normalise(entry.path.stem) == wanted:
             raise entry.error
     hint = did_you_mean(tried or text, names)
+    if kind == "engines" and not hint:  # a handful: named here rather than behind a command
+        listed = ", ".join(e.name for e in known)
+        hint = f"the engine profiles are {listed}, or give a path to a YAML file"
     if broken and not hint:
         hint = f"{len(broken)} file(s) were skipped as broken, e.g. {broken[0].problem}"
     singular = {
