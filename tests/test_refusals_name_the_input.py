@@ -11,10 +11,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from inference_econ.cli import main
-from inference_econ.specs import catalog
+from inference_econ.errors import SpecError
+from inference_econ.specs import catalog, model_fields
+from inference_econ.specs.architecture import architecture_from_dict, load_model
+from inference_econ.specs.schema import Reader
+from inference_econ.specs.yamlfile import load_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 #: A point on one H100 under an engine profile.
@@ -85,3 +90,55 @@ def test_a_misspelt_scenario_name_with_its_folder_is_still_a_name():
     assert line.startswith("SCENARIO argument: no scenario named 'paper/figur-1' (did you mean")
     line = _error_line(_cli("run", "paper/figur-1.yaml"))
     assert line.startswith("SCENARIO argument: file 'paper/figur-1.yaml' not found")
+
+
+# --- a misspelt field of a model file -------------------------------------------------------
+
+
+def _model_file(tmp_path, old: str, new: str) -> Path:
+    text = (ROOT / "models" / "llama-3.1-8b.yaml").read_text(encoding="utf-8")
+    assert old in text
+    path = tmp_path / "model.yaml"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return path
+
+
+def test_a_misspelt_model_field_is_named_as_unknown_not_as_the_field_missing(tmp_path):
+    path = _model_file(tmp_path, "\nd_model:", "\nd_modell:")
+    line = _error_line(_cli("point", str(path), "-H", "H100", "--gpus", "1", "--batch", "8"))
+    assert line == f"{path}: field 'd_modell': unknown field (did you mean 'd_model'?)"
+
+
+def test_a_misspelt_field_inside_a_mapping_of_a_model_is_named(tmp_path):
+    path = _model_file(tmp_path, "kv_heads:", "kv_headz:")
+    with pytest.raises(SpecError, match=r"field 'attention\.kv_headz': unknown field \(did you"):
+        load_model(path)
+
+
+def test_every_field_a_shipped_model_is_read_for_is_a_known_field(monkeypatch):
+    # the reader asks for a field (absent ones too) only where model_fields lists it: a field
+    # added to the reader and not to the list would refuse the files that give it
+    lists = {
+        "": model_fields.MODEL,
+        "attention": model_fields.ATTENTION,
+        "ffn": model_fields.FFN,
+        "mixer": model_fields.MIXER,
+        "mtp": model_fields.MTP,
+        "expert_routing": model_fields.EXPERT_ROUTING,
+    }
+    asked: dict[str, set] = {}
+    finish = Reader.finish
+
+    def recording(self, allowed_extra=()):
+        last = self.prefix.rsplit(".", 1)[-1]
+        kind = "layer_group" if last.startswith("layer_groups[") else last
+        asked.setdefault(kind, set()).update(self.used)
+        return finish(self, allowed_extra)
+
+    monkeypatch.setattr(Reader, "finish", recording)
+    for entry in catalog.entries("models"):
+        architecture_from_dict(load_yaml(entry.path), str(entry.path))
+    lists["layer_group"] = model_fields.LAYER_GROUP
+    assert {"", "attention", "ffn", "layer_group", "mixer", "mtp"} <= set(asked)
+    for kind, fields in lists.items():
+        assert asked.get(kind, set()) <= set(fields), (kind, asked[kind] - set(fields))
