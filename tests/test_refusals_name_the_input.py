@@ -142,3 +142,39 @@ def test_every_field_a_shipped_model_is_read_for_is_a_known_field(monkeypatch):
     assert {"", "attention", "ffn", "layer_group", "mixer", "mtp"} <= set(asked)
     for kind, fields in lists.items():
         assert asked.get(kind, set()) <= set(fields), (kind, asked[kind] - set(fields))
+
+
+# --- an export past the model's context window ----------------------------------------------
+
+
+def test_an_export_past_the_window_warns_once_then_refuses():
+    result = _cli(
+        "export", "Llama 3.1 8B", "-H", "H100", "--engine", "vllm", "--gpus", "1", "--batch",
+        "8", "--prompt-tokens", "200000", "--output-tokens", "100",
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("warning: a context of 200,050 tokens")
+    assert lines[1] == (
+        "error: --prompt-tokens: with --output-tokens makes requests of 200,100 tokens, longer "
+        "than Llama 3.1 8B's context window (131,072) (plan requests of at most 131,072 tokens "
+        "(prompt plus output))"
+    )
+
+
+def test_a_capacity_export_of_requests_past_the_window_is_refused():
+    # its launch had been written at the window's length, which every request is longer than
+    result = _cli(
+        "export", "Llama 3.1 8B", "-H", "H100", "--engine", "vllm", "--plan", "capacity",
+        "--rate", "1", "--slo-tpot-p99", "0.1", "--prompt-tokens", "200000", "--output-tokens",
+        "100", "--requests", "100", "-q",
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert (
+        result.stderr.strip()
+        .splitlines()[-1]
+        .startswith(
+            "error: --prompt-tokens: with --output-tokens makes requests of 200,100 tokens, longer "
+            "than Llama 3.1 8B's context window (131,072)"
+        )
+    )
