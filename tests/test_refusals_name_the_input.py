@@ -178,3 +178,36 @@ def test_a_capacity_export_of_requests_past_the_window_is_refused():
             "than Llama 3.1 8B's context window (131,072)"
         )
     )
+
+
+# --- a measured file none of whose rows can be read -----------------------------------------
+
+
+def _measured(tmp_path, values: list[str]) -> Path:
+    lines = (ROOT / "examples" / "measured-rows.csv").read_text(encoding="utf-8").splitlines()
+    header, row = lines[0], lines[1]
+    assert row.count(",11147,") == 1
+    path = tmp_path / "rows.csv"
+    rows = [row.replace(",11147,", f",{v},") for v in values]
+    path.write_text("\n".join([header, *rows]) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_measured_file_with_every_row_unresolved_exits_2_with_one_line(tmp_path):
+    path = _measured(tmp_path, ["-5", "inf"])
+    result = _cli("compare-measured", str(path))
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert lines[0].startswith("2 rows: 2 unresolved. Not ok: value: is -5")  # each reason
+    assert lines[-1] == (
+        f"error: {path}: no row could be read: all 2 rows are unresolved, row 2 as value: is -5 "
+        "in output tok/s (all GPUs in TP group) (expected a number >= 1e-09 and <= 1e+18) (fix "
+        "the cells each row's status names; docs/user-guide.md gives the CSV format)"
+    )
+    assert "unresolved: value: is inf" in result.stdout  # the table still gives each row
+
+
+def test_a_measured_file_with_a_row_compared_goes_on(tmp_path):
+    result = _cli("compare-measured", str(_measured(tmp_path, ["-5", "11147"])))
+    assert result.exit_code == 0, result.output
+    assert "2 rows: 1 unresolved, 1 ok (read and predicted)" in result.stderr
