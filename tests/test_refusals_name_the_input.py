@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from inference_econ.cli import main
 from inference_econ.errors import SpecError
+from inference_econ.load.arrivals import load_trace
 from inference_econ.specs import catalog, model_fields
 from inference_econ.specs.architecture import architecture_from_dict, load_model
 from inference_econ.specs.schema import Reader
@@ -211,3 +212,27 @@ def test_a_measured_file_with_a_row_compared_goes_on(tmp_path):
     result = _cli("compare-measured", str(_measured(tmp_path, ["-5", "11147"])))
     assert result.exit_code == 0, result.output
     assert "2 rows: 1 unresolved, 1 ok (read and predicted)" in result.stderr
+
+
+# --- a trace whose only row is bad ----------------------------------------------------------
+
+
+def _trace(tmp_path, *rows: str) -> Path:
+    path = tmp_path / "trace.csv"
+    path.write_text("\n".join(["arrival_time_s,prompt_tokens,output_tokens", *rows]) + "\n")
+    return path
+
+
+def test_a_trace_whose_only_row_is_bad_names_the_cell_then_the_count_rule(tmp_path):
+    path = _trace(tmp_path, "0,-5,100")
+    for command in (["simulate", "--gpus", "1"], ["capacity", "--slo-tpot-p99", "0.1"]):
+        line = _error_line(_cli(*command, "Llama 3.1 8B", "-H", "H100", "--trace", str(path)))
+        assert line == (
+            f"{path}: line 2: field 'prompt_tokens': is -5 in tokens (expected a whole number "
+            ">= 1 and <= 1e+07; a trace also needs at least 2 request rows, and it has 1)"
+        )
+
+
+def test_a_trace_of_one_good_row_says_the_count_rule(tmp_path):
+    with pytest.raises(SpecError, match=r"has 1 request row \(a trace needs at least 2\)"):
+        load_trace(_trace(tmp_path, "0,100,100"))
