@@ -19,6 +19,7 @@ from inference_econ.errors import SpecError
 from inference_econ.load.arrivals import load_trace
 from inference_econ.specs import catalog, model_fields
 from inference_econ.specs.architecture import architecture_from_dict, load_model
+from inference_econ.specs.engine import LIMITS_PER_ATTENTION_RANK
 from inference_econ.specs.schema import Reader
 from inference_econ.specs.yamlfile import load_yaml
 
@@ -236,3 +237,18 @@ def test_a_trace_whose_only_row_is_bad_names_the_cell_then_the_count_rule(tmp_pa
 def test_a_trace_of_one_good_row_says_the_count_rule(tmp_path):
     with pytest.raises(SpecError, match=r"has 1 request row \(a trace needs at least 2\)"):
         load_trace(_trace(tmp_path, "0,100,100"))
+
+
+# --- what --max-batch caps under attention data parallelism ---------------------------------
+
+
+def test_the_max_batch_help_says_whose_cap_it_is_under_attention_data_parallelism():
+    # TensorRT-LLM and vLLM read the cap per attention rank (the load model multiplies it by
+    # the ranks), SGLang per instance: the help says so where the option is given
+    assert LIMITS_PER_ATTENTION_RANK == ("trtllm", "vllm")
+    for command in ("capacity", "simulate", "export", "frontier"):
+        text = " ".join(_cli(command, "--help").output.split())
+        assert (
+            "With attention data parallelism, each attention rank's under TensorRT-LLM and vLLM "
+            "(as they read max_batch_size and max_num_seqs), the instance's under SGLang."
+        ) in text, command
