@@ -14,9 +14,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import inference_econ as ie
+from inference_econ import settings
 from inference_econ.cli import main
 from inference_econ.errors import SpecError
 from inference_econ.load.arrivals import load_trace
+from inference_econ.model.latency import stated_experts
 from inference_econ.specs import catalog, model_fields
 from inference_econ.specs.architecture import architecture_from_dict, load_model
 from inference_econ.specs.engine import LIMITS_PER_ATTENTION_RANK
@@ -252,3 +255,30 @@ def test_the_max_batch_help_says_whose_cap_it_is_under_attention_data_parallelis
             "With attention data parallelism, each attention rank's under TensorRT-LLM and vLLM "
             "(as they read max_batch_size and max_num_seqs), the instance's under SGLang."
         ) in text, command
+
+
+# --- the assumptions line of a stated layout ------------------------------------------------
+
+
+def test_a_stated_expert_layout_is_said_in_words_on_the_assumptions_line():
+    # the least micro-batch for expert parallelism is no option: --layout's EP sets it
+    assert not any("expert_parallel" in name for name in settings.BY_NAME)
+    split = stated_experts(ie.preset("achievable"), True)
+    whole = stated_experts(ie.preset("achievable"), False)
+    assert split.label.endswith(" + experts split over the tensor group at every batch (the "
+                                "layout's EP)")  # fmt: skip
+    assert whole.label.endswith(" + experts never split (the layout's EP1)")
+    own = ie.preset("paper").replace(expert_parallel_min_batch_per_sparsity=4)
+    assert own.label == "paper + expert_parallel_min_batch_per_sparsity=4"  # the API's field
+    run = [
+        "simulate", "Qwen3-30B-A3B", "-H", "H100", "--gpus", "2", "--layout", "TP2EP2",
+        "--rate", "2", "--prompt-tokens", "1000", "--output-tokens", "100", "--requests", "50",
+    ]  # fmt: skip
+    result = _cli(*run)
+    assert result.exit_code == 0, result.output
+    line = next(ln for ln in result.output.splitlines() if ln.startswith("Assumptions: "))
+    assert line.startswith(
+        "Assumptions: achievable preset, engine trtllm + experts split over the tensor group at "
+        "every batch (the layout's EP); traffic: "
+    )
+    assert "expert_parallel_min_batch_per_sparsity" not in result.output
