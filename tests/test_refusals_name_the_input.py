@@ -282,3 +282,19 @@ def test_a_stated_expert_layout_is_said_in_words_on_the_assumptions_line():
         "every batch (the layout's EP); traffic: "
     )
     assert "expert_parallel_min_batch_per_sparsity" not in result.output
+
+
+def test_a_misspelt_field_of_a_gpu_or_engine_file_is_named_as_unknown(tmp_path):
+    # hardware and engine-profile files check every key before reading any (no field is
+    # allowed beyond their known ones: derive_from, scale and link_bandwidth_bytes_per_s of a
+    # GPU, fit and standard_errors of a profile are known ones)
+    gpu = tmp_path / "gpu.yaml"
+    text = (ROOT / "hardware" / "h100_sxm.yaml").read_text(encoding="utf-8")
+    gpu.write_text(text.replace("\nname:", "\nnamex:", 1), encoding="utf-8")
+    line = _error_line(_cli("point", "Llama 3.1 8B", "-H", str(gpu), "--gpus", "1", "--batch", "8"))
+    assert line == f"{gpu}: field 'namex': unknown field (did you mean 'name'?)"
+    engine = tmp_path / "engine.yaml"
+    text = (ROOT / "engines" / "vllm.yaml").read_text(encoding="utf-8")
+    engine.write_text(text.replace("\nengine:", "\nenginex:", 1), encoding="utf-8")
+    line = _error_line(_cli("point", *POINT, "--engine", str(engine)))
+    assert line == f"{engine}: field 'enginex': unknown field (did you mean 'engine'?)"
