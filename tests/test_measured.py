@@ -463,10 +463,15 @@ def test_a_plain_vllm_result_says_what_it_lacks_and_how_to_give_it(tmp_path):
     path = tmp_path / "plain.json"
     path.write_text(json.dumps(run))
     result = CliRunner().invoke(main, ["compare-measured", str(path), "--format", "csv"])
-    assert result.exit_code == 0
+    assert result.exit_code == 2  # no row could be read: bad input, after each row's reason
     assert (
         "n_gpus 'n/a' is not stated and hardware is not either: give --hardware NAME "
         "--gpus N (3)" in result.stderr
+    )
+    assert (
+        result.stderr.strip()
+        .splitlines()[-1]
+        .startswith(f"error: {path}: no row could be read: all 3 rows are unresolved, row ")
     )
     gpus_only = CliRunner().invoke(main, ["compare-measured", str(path), "--gpus", "8"])
     assert "hardware 'not stated' is not disclosed: give --hardware NAME" in gpus_only.stderr

@@ -720,10 +720,12 @@ def test_a_bad_dataset_maximum_is_one_line_naming_file_and_field(
 
         path = tmp_path / "one.csv"
         path.write_text("\n".join(v50_lines(1, 2)) + "\n")
-        # as every dataset figure: the rows of the file say why they cannot be predicted
+        # as every dataset figure: the rows of the file say why they cannot be predicted, and
+        # a file none of whose rows could be read exits 2
         result = CliRunner().invoke(main, ["compare-measured", str(path), "--format", "csv"])
-        assert result.exit_code == 0 and "Traceback" not in result.output
+        assert result.exit_code == 2 and "Traceback" not in result.output
         assert "unresolved: benchmarks.llama2-70b.input_max_tokens" in result.output
+        assert "no row could be read" in result.stderr.strip().splitlines()[-1]
     finally:
         monkeypatch.delenv("INFERENCE_ECON_PATH")
         mlperf.benchmarks.cache_clear()

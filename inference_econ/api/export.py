@@ -89,8 +89,9 @@ def export(
     if plan == "capacity":
         made = _capacity_export(model, hardware, engine, progress, settings, launch_options)
         return _clock_noted(made)
-    context = _decode_context(prompt_tokens, output_tokens)
-    setting = setting_of(model, hardware, context_tokens=context, **settings)
+    setting = _request_setting(
+        model, hardware, prompt_tokens, output_tokens, launch_options["max_model_len"], settings
+    )
     source = {}
     if plan == "frontier":
         gpus, batch, label = _frontier_pick(setting, float(prompt_tokens), pick, speed)
@@ -140,6 +141,20 @@ def _clock_noted(plan):
     )
     # after the line that says what the expected figures are
     return dataclasses.replace(plan, notes=(*plan.notes[:1], line, *plan.notes[1:]))
+
+
+def _request_setting(
+    model, hardware, prompt_tokens, output_tokens, max_model_len, settings: dict
+) -> Setting:
+    """The setting of a point, frontier or disaggregated export at its request's decode
+    context; requests beyond the model's window (or the given max model length) are refused
+    here, before any figure is priced (each pricing would warn of its context once more)."""
+    from ..export.refusals import longest_request
+
+    context = _decode_context(prompt_tokens, output_tokens)
+    setting = setting_of(model, hardware, context_tokens=context, **settings)
+    longest_request(max_model_len, float(prompt_tokens) + float(output_tokens), setting)
+    return setting
 
 
 def _given_point(plan: str, gpus, batch) -> None:

@@ -65,7 +65,12 @@ def fail(exc: Exception) -> None:
 
 
 #: Fields the catalog names by the kind of spec looked up, and the option that names one.
-_CATALOG_FIELDS = {"models": "model", "hardware": "hardware"}
+_CATALOG_FIELDS = {
+    "models": "model",
+    "hardware": "hardware",
+    "engines": "engine",
+    "scenarios": "scenario",
+}
 
 
 def typed_name(name: str, ctx: click.Context | None = None) -> str:

@@ -124,6 +124,7 @@ def compare_measured(
         _emit_pieces(csv_text_chunks(shown, meta), out)
     else:
         emit(render(shown, format, title=title, meta=meta), out)
+    _refuse_unread(csv, table)
     summary = render(
         result.summary,
         "table" if format in ("csv", "json") else format,
@@ -149,6 +150,22 @@ def _emit_pieces(pieces, out: str | None) -> None:
     else:
         for piece in pieces:
             click.echo(piece, nl=False)
+
+
+def _refuse_unread(csv: str, table) -> None:
+    """A file no row of which could be read (every row unresolved: a value of -5 or inf in
+    each) is bad input, exit 2, after the table has given each row's reason; a file with a
+    row compared, or a row read and out of scope or infeasible, is a result (exit 0)."""
+    kinds = table.status.astype(str).str.split(":").str[0]
+    if len(table) and bool((kinds == "unresolved").all()):
+        first = str(table.status.iloc[0]).partition(":")[2].strip()
+        rows = f"all {len(table)} rows are" if len(table) != 1 else "its one row is"
+        raise SpecError(
+            csv,
+            "",
+            f"no row could be read: {rows} unresolved, row {table.row.iloc[0]} as {first}",
+            "fix the cells each row's status names; docs/user-guide.md gives the CSV format",
+        )
 
 
 def _status_line(table) -> str:

@@ -18,7 +18,7 @@ from .launch import (
     loaded_checkpoint,
     worker,
 )
-from .refusals import capacity_speculation, round_length
+from .refusals import capacity_speculation, round_length, within_window
 
 
 def capacity_plan(
@@ -43,6 +43,11 @@ def capacity_plan(
     drawn = float(np.max(s.prompt_tokens + s.output_tokens))
     prompt_cap = _longest_side(traffic.input_lengths, s.prompt_tokens)
     capped = prompt_cap + _longest_side(traffic.output_lengths, s.output_tokens)
+    sides = (traffic.input_lengths, traffic.output_lengths)
+    if all(side is None or math.isfinite(side.longest()) for side in sides):
+        # the traffic states its longest request (caps, fixed lengths, a trace's rows): one
+        # beyond the window is refused, not launched at a length the engine refuses it at
+        within_window(capped, setting, trace=traffic.trace is not None)
     longest = max_model_len or round_length(max(drawn, capped), setting.model.max_context_tokens)
     batch = max(1, int(math.ceil(r.mean_batch)))
     prompt = float(np.mean(s.prompt_tokens))

@@ -171,18 +171,26 @@ def round_length(tokens: float, window: int | None) -> int:
     return min(n, int(window)) if window else n
 
 
+def within_window(tokens: float, setting: Setting, trace: bool = False) -> None:
+    """Refuse requests of ``tokens`` (prompt plus output) beyond the model's context window:
+    the engine would refuse them. ``trace``: the requests are a trace's, named as such."""
+    window = setting.model.max_context_tokens
+    if window and tokens > window:
+        raise SpecError(
+            "argument",
+            "--trace" if trace else "--prompt-tokens",
+            ("has requests" if trace else "with --output-tokens makes requests")
+            + f" of {tokens:,.0f} tokens, longer than {setting.model.name}'s context window "
+            f"({int(window):,})",
+            f"plan requests of at most {int(window):,} tokens (prompt plus output)",
+        )
+
+
 def longest_request(max_model_len: int | None, tokens: float, setting: Setting) -> int:
     """The engine's longest request: ``max_model_len`` where given, which must hold the plan's
     requests (a shorter one launches an engine that refuses them), else theirs rounded up."""
     window = setting.model.max_context_tokens
-    if window and tokens > window:  # the engine would refuse every request of the plan
-        raise SpecError(
-            "argument",
-            "--prompt-tokens",
-            f"with --output-tokens makes requests of {tokens:,.0f} tokens, longer than "
-            f"{setting.model.name}'s context window ({int(window):,})",
-            f"plan requests of at most {int(window):,} tokens (prompt plus output)",
-        )
+    within_window(tokens, setting)
     if max_model_len is None:
         return round_length(tokens, window)
     if window and max_model_len > window:  # vLLM refuses a length above the model's (its

@@ -191,6 +191,18 @@ def _one_length_a_prefix(source: str, ids, tokens, lines) -> None:
         )
 
 
+def _two_rows(source: str, rows: int, problems: list[tuple[int, SpecError]]) -> None:
+    """Refuse a trace of fewer than 2 request rows: where its row was refused, that row's
+    line and field first, then the count rule."""
+    if rows < 2 and problems:
+        first = problems[0][1]
+        fix = f"{first.fix}; a trace also needs at least 2 request rows, and it has {rows}"
+        raise SpecError(first.source, first.field, first.problem, fix)
+    if rows < 2:
+        counted = f"has {rows} request {plural(rows, 'row')}"
+        raise SpecError(source, "", counted, "a trace needs at least 2")
+
+
 def load_trace(path) -> Trace:
     """Read and validate a trace CSV (columns ``arrival_time_s``, ``prompt_tokens``,
     ``output_tokens``) through the input boundary (a regular UTF-8 file of bounded size);
@@ -242,8 +254,7 @@ def load_trace(path) -> Trace:
             rows.append([*_trace_row(cells, at, len(header), extra, source, line), line])
         except SpecError as exc:
             problems.append((line, exc))
-    if len(lines) < 2:
-        raise SpecError(source, "", f"has {len(lines)} request rows", "a trace needs at least 2")
+    _two_rows(source, len(lines), problems)
     skipped = left_out(source, "trace row", len(lines), problems, need=2)
     data = np.asarray(rows, dtype=float)
     order = np.argsort(data[:, 0], kind="stable")

@@ -47,6 +47,21 @@ _CHOICES = {
 }
 
 
+#: A least micro-batch per sparsity no batch reaches: expert parallelism never used (a layout
+#: that states EP1, an engine without expert parallelism).
+NO_EXPERT_PARALLEL = 1e6
+
+
+def _changed_text(name: str, value) -> str:
+    """A field that differs from its preset, as ``label`` states it: ``name=value``, except
+    where a stated layout sets it (``--layout TP8EP8``, ``TP8EP1``), said in a user's words."""
+    if name == "expert_parallel_min_batch_per_sparsity" and value == 0:
+        return "experts split over the tensor group at every batch (the layout's EP)"
+    if name == "expert_parallel_min_batch_per_sparsity" and value == NO_EXPERT_PARALLEL:
+        return "experts never split (the layout's EP1)"
+    return f"{name}={short(value)}"
+
+
 @dataclass(frozen=True)
 class Assumptions:
     """How the cost model turns an architecture and a GPU into a token latency."""
@@ -213,7 +228,7 @@ class Assumptions:
         if base is None:
             return name
         changed = [
-            f"{f.name}={short(getattr(self, f.name))}"
+            _changed_text(f.name, getattr(self, f.name))
             for f in dataclasses.fields(self)
             if f.name not in ("name", "engine") and getattr(self, f.name) != getattr(base, f.name)
         ]

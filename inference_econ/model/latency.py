@@ -24,7 +24,7 @@ import numpy as np
 from ..specs.architecture import Architecture
 from ..specs.features import LAYOUT_FEATURES
 from ..specs.hardware import GPU
-from .assumptions import Assumptions
+from .assumptions import NO_EXPERT_PARALLEL, Assumptions
 from .breakdown import (
     ADDITIVE_PARTS,
     BOUND_SHARE,
@@ -618,10 +618,6 @@ def engine_layouts(assumptions: Assumptions, features) -> Assumptions:
     if "expert" not in features:
         changes["expert_parallel_min_batch_per_sparsity"] = NO_EXPERT_PARALLEL
     return assumptions.replace(**changes) if changes else assumptions
-
-
-#: A minimum micro-batch per sparsity no batch reaches: expert parallelism never used.
-NO_EXPERT_PARALLEL = 1e6
 
 
 def stated_experts(assumptions, split: bool | None):

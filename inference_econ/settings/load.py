@@ -152,7 +152,9 @@ class SchedulerOptions:
         None,
         help="Engine: most requests batched at once (vLLM max_num_seqs; default: the engine"
         " profile's own on the GPU, e.g. TensorRT-LLM 2,048, vLLM V1 256-1,024 by GPU memory; 256"
-        " for the ideal engine).",
+        " for the ideal engine). With attention data parallelism, each attention rank's under"
+        " TensorRT-LLM and vLLM (as they read max_batch_size and max_num_seqs), the instance's"
+        " under SGLang.",
         unit="requests",
         minimum=1,
         maximum=65536,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from ..errors import SpecError, short
-from . import catalog
+from . import catalog, model_fields
 from .inputs import record
 from .schema import Reader, check_number
 from .yamlfile import load_yaml
@@ -445,6 +445,7 @@ EXPERT_ROUTINGS = ("balanced", "power_law_1.01", "power_law_1.2")
 
 
 def _attention(r: Reader, d_model: int) -> Attention:
+    r.only(model_fields.ATTENTION)
     kind = r.string("kind", "gqa", choices=("gqa", "mha", "mqa", "mla"))
     heads = r.number("query_heads", **BOUNDS["query_heads"])
     head_dim = r.number("head_dim", 0, **BOUNDS["head_dim"]) or d_model // heads
@@ -490,6 +491,7 @@ def _attention(r: Reader, d_model: int) -> Attention:
 
 
 def _ffn(r: Reader) -> FeedForward:
+    r.only(model_fields.FFN)
     if r.has("matrices"):
         m = r.raw("matrices")
         if not isinstance(m, list) or len(m) != 2:
@@ -542,6 +544,7 @@ def _mixer(r: Reader | None, d_model: int) -> RecurrentMixer | None:
     """A recurrent mixer block (§C2), its dims checked for the kind."""
     if r is None:
         return None
+    r.only(model_fields.MIXER)
     kind = r.string("kind", choices=MIXERS)
     whole = dict(minimum=1, integer=True)
     bits = r.number("state_bits", None, minimum=1, maximum=32)
@@ -580,6 +583,7 @@ def _mixer(r: Reader | None, d_model: int) -> RecurrentMixer | None:
 def _mtp(r: Reader | None, d_model: int, groups: list[LayerGroup]) -> MultiTokenPrediction | None:
     if r is None:
         return None
+    r.only(model_fields.MTP)
     names = [g.name for g in groups]
     mtp = MultiTokenPrediction(
         modules=r.number("modules", minimum=1, integer=True),
@@ -615,6 +619,7 @@ def _precision(r: Reader | None) -> Precision:
 def architecture_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Architecture:
     """Validate a parsed model YAML and build the Architecture."""
     r = Reader(data, source)
+    r.only(model_fields.MODEL)
     name = r.string("name")
     d_model = r.number("d_model", **BOUNDS["d_model"])
     attention = _attention(r.sub("attention"), d_model)
@@ -676,6 +681,7 @@ def _expert_routing(r: Reader) -> str | None:
     sub = r.sub("expert_routing", None)
     if sub is None:
         return None
+    sub.only(model_fields.EXPERT_ROUTING)
     distribution = sub.string("distribution", choices=EXPERT_ROUTINGS)
     sub.string("source")
     sub.finish()
@@ -714,6 +720,7 @@ def _layer_groups(r: Reader, source: str, d_model: int) -> list[LayerGroup]:
             )
         for i, item in enumerate(raw):
             g = Reader(item, source, f"layer_groups[{i}]")
+            g.only(model_fields.LAYER_GROUP)
             window = g.number("sliding_window_tokens", None, **BOUNDS["sliding_window_tokens"])
             mixer = _mixer(g.sub("mixer", None), d_model)
             if mixer is not None and window is not None:

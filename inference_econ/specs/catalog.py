@@ -219,7 +219,8 @@ def find(kind: str, name_or_path: str | os.PathLike) -> Path:
     """
     text = str(name_or_path)
     candidate = _existing_file(text)
-    looks_like_path = text.endswith((".yaml", ".yml")) or os.sep in text or "/" in text
+    yaml_name = text.endswith((".yaml", ".yml"))
+    looks_like_path = yaml_name or os.sep in text or "/" in text
     if looks_like_path and candidate is not None:
         return _given_as(candidate, text)
     entry = _match(kind, text)
@@ -228,9 +229,33 @@ def find(kind: str, name_or_path: str | os.PathLike) -> Path:
     if candidate is not None:
         return _given_as(candidate, text)
     _refuse_other_files(text, looks_like_path)
-    if kind == "hardware":
-        return resolve_system_name(text).entry.path
+    if kind == "hardware" and not yaml_name:
+        try:
+            return resolve_system_name(text).entry.path
+        except UnknownNameError:
+            if not looks_like_path:
+                raise
+    # a path that is not there is that, not an unknown name (a scenario's name has a slash)
+    if yaml_name or (looks_like_path and kind != "scenarios"):
+        raise _no_file(kind, text)
     raise _unknown(kind, text)
+
+
+#: The longest path a missing-file error shows whole (a longer one is cut, as names are).
+MAX_PATH_SHOWN = 300
+
+
+def _no_file(kind: str, text: str) -> UnknownNameError:
+    """A name written as a path (a .yaml or .yml ending, a slash) that no file has and no spec
+    is named: the file is missing, and the fix is its path (or a close name, where one is)."""
+    known = entries(kind)
+    hint = did_you_mean(text, [e.name for e in known] + [a for e in known for a in e.aliases])
+    return UnknownNameError(
+        "argument",
+        kind,
+        f"file {repr(text) if len(text) <= MAX_PATH_SHOWN else short(text)} not found",
+        hint or f"check the path, or give a name that 'inference-econ list {kind}' shows",
+    )
 
 
 def _refuse_other_files(text: str, looks_like_path: bool) -> None:
@@ -254,6 +279,9 @@ def _unknown(kind: str, text: str, tried: str = "") -> UnknownNameError:
         if _normalise(entry.path.stem) == wanted:
             raise entry.error
     hint = did_you_mean(tried or text, names)
+    if kind == "engines" and not hint:  # a handful: named here rather than behind a command
+        listed = ", ".join(e.name for e in known)
+        hint = f"the engine profiles are {listed}, or give a path to a YAML file"
     if broken and not hint:
         hint = f"{len(broken)} file(s) were skipped as broken, e.g. {broken[0].problem}"
     singular = {

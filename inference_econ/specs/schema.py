@@ -162,6 +162,22 @@ class Reader:
             return None
         return Reader(value, self.source, self.path(key))
 
+    def only(self, fields: tuple[str, ...]) -> None:
+        """Refuse a key that is none of ``fields`` (every field the mapping may hold) before
+        any field is read: a misspelt field (``d_modell``) is named as unknown, with a "did
+        you mean", not reported as the required field it was meant to be (``d_model`` is
+        missing). ``finish`` still refuses a known field that this mapping's kind ignores."""
+        for key in self.data:
+            if key not in fields:
+                name = key if isinstance(key, str) and len(key) <= 60 else short(key)
+                hint = did_you_mean(str(name), fields)
+                raise SpecError(
+                    self.source,
+                    self.path(str(name)),
+                    "unknown field",
+                    hint or f"known fields: {', '.join(sorted(fields))}",
+                )
+
     def finish(self, allowed_extra: tuple[str, ...] = ()) -> None:
         known = set(self.used) | set(allowed_extra)
         for key in self.data:
