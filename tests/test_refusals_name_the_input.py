@@ -298,3 +298,31 @@ def test_a_misspelt_field_of_a_gpu_or_engine_file_is_named_as_unknown(tmp_path):
     engine.write_text(text.replace("\nengine:", "\nenginex:", 1), encoding="utf-8")
     line = _error_line(_cli("point", *POINT, "--engine", str(engine)))
     assert line == f"{engine}: field 'enginex': unknown field (did you mean 'engine'?)"
+
+
+def test_a_configuration_that_does_not_fit_says_whether_its_weights_or_its_cache_do_not():
+    """Llama 4 Maverick's 16-bit weights (795 GB) past 8 H100s' HBM (684 GB): `request` and
+    `point` say the weights do not fit and how to fix it (it had said only "for this request
+    mix"); Llama 3 70B at batch 4,096 and 100,000 tokens of context fits its weights and not
+    the KV cache, and says that."""
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    runner = CliRunner()
+    lengths = ["--prompt-tokens", "1000", "--output-tokens", "200"]
+    out = runner.invoke(main, ["request", "Llama 4 Maverick", "-H", "H100", "--gpus", "8",
+                               "--batch", "16", *lengths])  # fmt: skip
+    assert out.exit_code == 1
+    assert out.output.strip().endswith(
+        "for this request mix: its weights (795 GB at 16 bits) exceed the 8 GPUs' 684 GB of HBM: "
+        "fewer weight bits (--weight-bits) or more GPUs"
+    ), out.output
+    out = runner.invoke(main, ["point", "Llama 4 Maverick", "-H", "H100", "--gpus", "8",
+                               "--batch", "16"])  # fmt: skip
+    assert "its weights (795 GB at 16 bits) exceed" in out.output, out.output
+    out = runner.invoke(main, ["point", "Llama 3 70B", "-H", "H100", "--gpus", "8", "--batch",
+                               "4096", "--context", "100000"])  # fmt: skip
+    assert out.output.strip().endswith(
+        "weights plus KV cache exceed HBM: a smaller batch, fewer KV-cache bits or more GPUs"
+    ), out.output

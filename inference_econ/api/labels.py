@@ -30,6 +30,7 @@ __all__ = [
     "prefill_intervals",
     "redundant_note",
     "requests_metadata",
+    "memory_reason",
     "uneven_note",
     "whole_batch_kv_note",
 ]
@@ -357,6 +358,27 @@ def uneven_note(setting: Setting, gpus: float) -> str | None:
     from ..serving.decode import uneven
 
     return uneven(setting, gpus)
+
+
+def memory_reason(setting: Setting, gpus: float) -> str:
+    """Why a configuration does not fit its GPUs' memory, in words, with the fix.
+
+    Parameters
+    ----------
+    setting : Setting
+        The problem.
+    gpus : float
+        The GPUs.
+
+    Returns
+    -------
+    str
+        The weights alone past the GPUs' HBM (fewer weight bits or more GPUs), else the
+        weights with the batch's KV cache.
+    """
+    from ..serving.decode import memory_reason as reason
+
+    return reason(setting, gpus)
 
 
 def redundant_note(setting: Setting, rows) -> str | None:

@@ -90,7 +90,7 @@ def point(model, hardware, gpus, batch, discrete, format, **values):
         raise InfeasibleError(
             (api.uneven_note(setting, gpus) if discrete else None)
             or f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} with batch "
-            f"{batch:g} at context {setting.context_tokens:g} (weights plus KV cache exceed HBM)"
+            f"{batch:g} at context {setting.context_tokens:g}: {api.memory_reason(setting, gpus)}"
         )
     title = f"{setting.model.name} on {gpus:g} x {setting.gpu.name}, batch {batch:g}"
     kv = api.whole_batch_kv_note(setting, gpus, batch, setting.context_tokens)

@@ -128,7 +128,7 @@ def request(
     """
     import numpy as np
 
-    from ..api import cache_note, uneven_note, whole_batch_kv_note
+    from ..api import cache_note, memory_reason, uneven_note, whole_batch_kv_note
     from ..api import request as view
 
     setting = make_setting(model, hardware, **values)
@@ -138,7 +138,8 @@ def request(
     if not all(np.isfinite(v) for v in row.to_numpy() if isinstance(v, float)):
         raise InfeasibleError(
             (uneven_note(setting, gpus) if discrete else None)
-            or f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} for this request mix"
+            or f"{setting.model.name} does not fit on {gpus:g} x {setting.gpu.name} for this "
+            f"request mix: {memory_reason(setting, gpus)}"
         )
     title = f"{setting.model.name} on {gpus:g} x {setting.gpu.name}, batch {batch:g}"
     # the decode step's mean context, n_in + n_out/2 (docs/model.md §B10)

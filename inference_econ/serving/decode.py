@@ -398,6 +398,21 @@ def uneven(setting: Setting, gpus, continuous: bool = True, pipeline=None) -> st
     return uneven_reason(target, setting.model.name, float(gpus), stages, continuous)
 
 
+def memory_reason(setting: Setting, gpus) -> str:
+    """Why a configuration of ``gpus`` GPUs does not fit, in words: its weights alone past
+    the GPUs' HBM (with the fix: fewer weight bits or more GPUs), else the weights with the
+    batch's KV cache."""
+    work = Decoder(setting).work
+    weights, hbm = work.weights_total_bytes, float(gpus) * setting.gpu.hbm_capacity_bytes
+    if weights >= hbm:
+        return (
+            f"its weights ({weights / 1e9:,.0f} GB at {setting.precision.weight_bits:g} bits) "
+            f"exceed the {float(gpus):g} GPUs' {hbm / 1e9:,.0f} GB of HBM: fewer weight bits "
+            "(--weight-bits) or more GPUs"
+        )
+    return "weights plus KV cache exceed HBM: a smaller batch, fewer KV-cache bits or more GPUs"
+
+
 #: What every output of configurations with real-valued figures says (``continuous_note``).
 CONTINUOUS_NOTE = (
     "note: real-valued GPUs, batches and degrees are the paper's continuous model "
