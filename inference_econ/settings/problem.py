@@ -41,13 +41,15 @@ class ServedOptions:
 
     weight_bits: float | None = setting(
         None,
-        help="Bits per weight (default: the model file's).",
+        help="Bits per weight (default: the model file's). 4 alone keeps the activations'"
+        " bits (W4A16 for a 16-bit model); NVFP4 is --weight-bits 4 --activation-bits 4.",
         **GEMM_BITS,
     )
 
     activation_bits: float | None = setting(
         None,
-        help="Bits per activation (default: the model file's).",
+        help="Bits per activation (default: the model file's); the KV cache takes them too"
+        " unless --kv-bits is given (NVFP4 serving usually keeps an FP8 cache: --kv-bits 8).",
         **GEMM_BITS,
     )
 
