@@ -1077,6 +1077,8 @@ def test_an_attention_dp_point_launches_each_ranks_share_of_its_batch():
         said = [n for n in plan.notes if "attention ranks (256 an instance" in n]
         assert len(said) == (cap != 256), (engine, plan.notes)
         assert "closed loop of 256 clients" in plan.notes[0]
+        record = bundle.plan_record(plan)["workers"][0]  # plan.json says whose cap it is
+        assert record["batch_per"] == ("instance" if cap == 256 else "attention rank")
         if engine == "trtllm":
             assert trtllm_options(plan, w)["cuda_graph_config"]["max_batch_size"] == 32
 

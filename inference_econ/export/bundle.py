@@ -8,7 +8,7 @@ import json
 from .benchmark_commands import stated
 from .engine_configs import commands, launch_script, parallelism, placements
 from .kubernetes import kubernetes_manifest
-from .launch import LaunchPlan
+from .launch import LaunchPlan, caps_per_rank
 from .nodes import names_a_node, node_count
 
 
@@ -34,6 +34,10 @@ def plan_record(plan: LaunchPlan) -> dict:
                 "gpus": w.gpus,
                 "parallelism": parallelism(w, plan.setting.model.is_moe),
                 "batch": w.batch,
+                # whose cap ``batch`` is: each attention rank's where the engine reads it so
+                "batch_per": "attention rank"
+                if caps_per_rank(plan.engine, w.attention_dp)
+                else "instance",
                 "token_budget": w.token_budget,
                 "memory_gb_per_gpu": {
                     "hbm": w.memory.hbm_bytes_per_gpu / 1e9,

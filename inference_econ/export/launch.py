@@ -468,14 +468,21 @@ def extrapolation_notes(r) -> tuple[str, ...]:
     return (plan_line(support),)
 
 
-def rank_batch(engine: str, batch: int, attention_dp: int) -> int:
-    """The requests a worker of ``engine`` is launched to admit for an instance batch of
-    ``batch``: each of its ``attention_dp`` attention ranks' share, rounded up, where the
-    engine reads ``max_batch_size``/``max_num_seqs`` per rank (TensorRT-LLM, vLLM), else the
-    batch; CUDA graphs are then captured up to the batch a rank runs, not the instance's."""
+def caps_per_rank(engine: str, attention_dp: int) -> bool:
+    """Whether a worker's batch cap is each of its attention ranks' (``engine`` reads
+    ``max_batch_size``/``max_num_seqs`` per rank: TensorRT-LLM, vLLM) rather than the
+    instance's."""
     from ..specs.engine import LIMITS_PER_ATTENTION_RANK
 
-    if attention_dp <= 1 or engine not in LIMITS_PER_ATTENTION_RANK:
+    return attention_dp > 1 and engine in LIMITS_PER_ATTENTION_RANK
+
+
+def rank_batch(engine: str, batch: int, attention_dp: int) -> int:
+    """The requests a worker of ``engine`` is launched to admit for an instance batch of
+    ``batch``: each of its ``attention_dp`` attention ranks' share, rounded up, where its cap
+    is per rank (``caps_per_rank``), else the batch; CUDA graphs are then captured up to the
+    batch a rank runs, not the instance's."""
+    if not caps_per_rank(engine, attention_dp):
         return int(batch)
     return max(1, math.ceil(int(batch) / int(attention_dp)))
 
