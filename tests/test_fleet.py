@@ -290,19 +290,27 @@ def test_the_power_figure_serves_more_as_the_budget_grows_up_to_the_uncapped_pla
     assert tokens[0] < tokens[-1]
 
 
-def test_json_and_csv_carry_the_fleets_totals():
+def test_json_and_csv_carry_the_fleets_totals(tmp_path):
     """The fleet's answer (its GPUs, price and saving) had been in the text's summary table and
-    the title's words only; JSON carries it as ``summary`` and CSV as a comment line."""
+    the title's words only; JSON carries it as ``summary`` and CSV as a comment line. On the
+    two small models of ``_fleet``, which share one GPU (a saving to carry); the summary is
+    written alike for any fleet."""
     import json
 
+    import yaml
+
+    path = tmp_path / "fleet.yaml"
+    path.write_text(yaml.safe_dump(_fleet("vllm")), encoding="utf-8")
     runner = CliRunner()
-    out = runner.invoke(main, ["capacity", "--fleet", "examples/fleet.yaml", "--format", "json"])
+    out = runner.invoke(main, ["capacity", "--fleet", str(path), "--format", "json"])
     assert out.exit_code == 0, out.output
     d = json.loads(out.stdout)
     s = d["summary"]
-    assert f"{int(s['gpus'])} GPUs, ${s['usd_per_hour']:,.4g}/h" in d["title"]
+    gpus = f"{int(s['gpus'])} GPU" + ("s" if s["gpus"] != 1 else "")
+    assert f"{gpus}, ${s['usd_per_hour']:,.4g}/h" in d["title"]
     assert s["saving_usd_per_hour"] == pytest.approx(s["alone_usd_per_hour"] - s["usd_per_hour"])
-    csv = runner.invoke(main, ["capacity", "--fleet", "examples/fleet.yaml", "--format", "csv"])
+    assert s["saving_usd_per_hour"] > 0
+    csv = runner.invoke(main, ["capacity", "--fleet", str(path), "--format", "csv"])
     assert f"# Summary: models {int(s['models'])}; gpus {int(s['gpus'])};" in csv.stdout
 
 
