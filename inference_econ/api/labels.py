@@ -366,9 +366,9 @@ def memory_reason(setting: Setting, gpus: float) -> str:
     Parameters
     ----------
     setting : Setting
-        The problem.
+        Its model, precision and GPU.
     gpus : float
-        The GPUs.
+        GPUs of the configuration that does not fit.
 
     Returns
     -------
