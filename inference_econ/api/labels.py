@@ -400,9 +400,13 @@ def redundant_note(setting: Setting, rows) -> str | None:
     import numpy as np
 
     from ..model.moe import redundant_note as note
+    from ..model.step_calls import whole_expert_degrees
 
     copies = int(setting.model.redundant_experts)
     if not copies or "tensor_degree" not in rows:
         return None
     tensor = np.ravel(np.asarray(rows["tensor_degree"], dtype=float))
-    return note(setting.model.routed_experts, copies, tensor[np.isfinite(tensor)])
+    experts = setting.model.routed_experts
+    degrees = {e for t in set(tensor[np.isfinite(tensor)]) for e in
+               whole_expert_degrees([experts], int(round(t)))}  # fmt: skip
+    return note(experts, copies, degrees)

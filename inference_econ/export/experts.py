@@ -70,11 +70,16 @@ def split_at(setting: Setting, micro_batch: float) -> bool:
     """Whether the model splits the experts of a decode step of ``micro_batch`` sequences a
     pipeline stage (§A5's rule under the setting's assumptions: once it holds
     ``expert_parallel_min_batch_per_sparsity`` x each MoE group's sparsity)."""
+    from ..model.step_calls import expert_degree
     from ..model.workload import compile_workload
 
     least = setting.assumptions.expert_parallel_min_batch_per_sparsity
     work = compile_workload(setting.model, setting.assumptions)
-    return all(micro_batch >= least * g.sparsity for g in work.groups if g.experts > 1)
+    moe = [g for g in work.groups if g.experts > 1]
+    # §A5's degree on a group as wide as the experts: above 1 once the micro-batch reaches it
+    return all(
+        expert_degree(micro_batch, g.experts, g.experts, least * g.sparsity) > 1 for g in moe
+    )
 
 
 def point_degree(setting: Setting, degrees, batch: int, engine: str) -> tuple[int, str]:

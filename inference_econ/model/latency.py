@@ -669,6 +669,13 @@ def engine_attention_degrees(degrees: list[int], t: int, features, experts=()) -
     return sorted({1, *tensor}) if "attention_data_whole" in features else tensor
 
 
+def launched_attention_degrees(work, t: int, features) -> list[int]:
+    """The attention tensor degrees of a tensor group of ``t`` GPUs that the engine runs for
+    ``work`` (``engine_attention_degrees`` of the divisors of ``t`` its heads allow)."""
+    allowed = [d for d in divisors(t) if work.tp_heads % d == 0]
+    return engine_attention_degrees(allowed, t, features, [g.experts for g in work.groups])
+
+
 def prefill_step_model(
     arch: Architecture, gpu: GPU, assumptions: Assumptions, integer_layouts: bool = False
 ) -> StepModel:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import SpecError
-from .latency import StepModel, divisors, engine_attention_degrees
+from .latency import StepModel, divisors, engine_attention_degrees, launched_attention_degrees
 from .machine import square_split
 from .step_calls import NO_CACHE, StepCache, expert_degree
 
@@ -336,18 +336,10 @@ def splits_evenly(model, gpus: int, pipeline: bool = True) -> bool:
         if (
             gpus % p == 0
             and any(ff_splits_evenly(model, gpus // p, 1.0, two).all() for two in (False, True))
-            and _attends(model, gpus // p)
+            and launched_attention_degrees(model.work, gpus // p, model.features)
         ):
             return True
     return False
-
-
-def _attends(model, t: int) -> bool:
-    """Whether the engine runs attention on a tensor group of ``t`` GPUs at all: some
-    attention degree its heads allow that the engine launches (``engine_attention_degrees``)."""
-    allowed = [d for d in divisors(t) if model.work.tp_heads % d == 0]
-    experts = [g.experts for g in model.work.groups]
-    return bool(engine_attention_degrees(allowed, t, model.features, experts))
 
 
 def uneven_reason(

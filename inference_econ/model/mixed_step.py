@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import plural
 from ..specs.features import LAYOUT_FEATURES
 from .efficiency import StepWork, combine, hidden_host_s, host_overhead_s
-from .latency import StepModel, divisors, engine_attention_degrees
+from .latency import StepModel, divisors, launched_attention_degrees
 from .step_calls import exchange_terms_s, total_time_s
 from .workload import Workload
 
@@ -68,9 +68,7 @@ def candidate_layouts(
         if gpus % p:
             continue
         t = gpus // p
-        allowed = [d for d in divisors(t) if work.tp_heads % d == 0]
-        experts = [g.experts for g in work.groups]
-        for t_at in engine_attention_degrees(allowed, t, features, experts):
+        for t_at in launched_attention_degrees(work, t, features):
             for two_d in (False, True) if t > 1 and "tensor_2d" in features else (False,):
                 out.append(EngineLayout(gpus, p, t / t_at, two_d))
     return out

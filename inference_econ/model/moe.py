@@ -255,14 +255,15 @@ def _position(values, grid):
     return np.interp(v, g, np.arange(len(g), dtype=float))
 
 
-def redundant_note(experts: int, copies: int, tensor_degrees) -> str | None:
+def redundant_note(experts: int, copies: int, expert_degrees) -> str | None:
     """The line saying where ``copies`` redundant experts beside ``experts`` routed experts take
-    memory only (``balanced_slots``): on a layout of tensor degree ``t`` whose expert degree
-    once batches are large, gcd(t, E), is 1 or does not divide the slots; with the nearest
-    counts that do. None without copies, or where every layout balances them."""
+    memory only (``balanced_slots``): on layouts whose expert degree once batches are large
+    (``expert_degrees``: ``step_calls.whole_expert_degrees``') is 1 or does not divide the
+    slots; with the nearest counts that do. None without copies, or where every layout
+    balances them."""
     if copies <= 0 or experts <= 1:
         return None
-    degrees = sorted({int(np.gcd(int(round(t)), int(experts))) for t in tensor_degrees})
+    degrees = sorted({int(e) for e in expert_degrees})
     idle = [e for e in degrees if not balanced_slots(experts, copies, e)]
     if not idle:
         return None

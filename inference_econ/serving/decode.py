@@ -402,7 +402,7 @@ def memory_reason(setting: Setting, gpus) -> str:
     """Why a configuration of ``gpus`` GPUs does not fit, in words: its weights alone past
     the GPUs' HBM (with the fix: fewer weight bits or more GPUs), else the weights with the
     batch's KV cache."""
-    work = Decoder(setting).work
+    work = compile_workload(setting.model, setting.assumptions)
     weights, hbm = work.weights_total_bytes, float(gpus) * setting.gpu.hbm_capacity_bytes
     if weights >= hbm:
         return (
