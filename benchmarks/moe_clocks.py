@@ -77,11 +77,15 @@ TABLES = {
     "hopper": (("h100_sxm", "H100-SXM"), ("h200_sxm", "H200")),
     "blackwell": (("b200_sxm", "B200"), ("gb200", "GB200")),
 }
-#: The formats the plateau is fitted on, and the formats given a factor on each family.
+#: The formats the plateau is fitted on, and the formats given a factor on each family. On
+#: Blackwell per-tensor FP8 has one too: the part's plateau share is read from these tables,
+#: and FP8's median stands apart from BF16's. On Hopper the engine's MoE terms are fitted to
+#: measured runs of FP8 experts (MLPerf's Mixtral), which a factor on top would undo.
 REFERENCE = ("bfloat16", "fp8")
 FAMILY_FORMATS = {
     "hopper": ("fp8_block", "w4a16_mxfp4"),
     "blackwell": (
+        "fp8",
         "fp8_block",
         "nvfp4",
         "nvfp4" + LOW_LATENCY_VARIANT,
@@ -183,7 +187,8 @@ def factors():
         pooled: dict = {}
         for folder, name in parts:
             gpu = ie.load_hardware(name)
-            for key, r in ratios(folder, gpu, REFERENCE + FAMILY_FORMATS[family]).items():
+            dtypes = tuple(dict.fromkeys(REFERENCE + FAMILY_FORMATS[family]))
+            for key, r in ratios(folder, gpu, dtypes).items():
                 pooled.setdefault(key, []).extend(r)
 
         def near(dtypes, ep, n, shape=None, pooled=pooled):
@@ -298,8 +303,9 @@ ROUTING_HEADER = [
     "# holds the nearest measured one's row, a token count none reach the nearest one's.",
 ]
 FORMAT_HEADER = [
-    "# The factor on the engine step's fused-MoE charge for a format with its own kernel, by",
-    "# family of parts, format and expert shape (hidden x intermediate x experts x top-k):",
+    "# The factor on the engine step's fused-MoE charge for a format with its own kernel (and",
+    "# per-tensor FP8 on Blackwell), by family of parts, format and expert shape (hidden x",
+    "# intermediate x experts x top-k):",
     "# rows ep_grid (expert-parallel degree), columns token_grid (tokens of the layer, the EP",
     "# group's). Each cell is the median of the engine step's charge over the measured time of",
     "# the reference formats (BF16 and per-tensor FP8, every shape) over the same median of the",

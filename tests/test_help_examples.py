@@ -105,6 +105,23 @@ def test_example_inputs_say_where_they_come_from(name):
         assert json.loads((ROOT / "examples" / name).read_text())["model_type"] == "llama"
 
 
+def test_example_measured_rows_are_the_training_rows_of_their_sources():
+    """examples/measured-rows.csv is the training file's rows of three sources, as
+    examples/README.md makes it: a copy that drifted had kept a TensorRT-LLM 1.0 row of
+    Qwen3-235B on 8 B200 as "TP8" after the training file read it as its page runs it (TP8
+    with EP8 and attention DP), and predicted it at half its measured 42,391 tok/s."""
+    train = pd.read_csv(ROOT / "tests" / "data" / "benchmarks_train.csv", dtype=str)
+    sources = (
+        "NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md",
+        "docs.nvidia.com/nim",
+        "stas00/ml-engineering",
+    )
+    want = train[train.source.str.startswith(sources)].reset_index(drop=True)
+    have = pd.read_csv(ROOT / "examples" / "measured-rows.csv", dtype=str)
+    pd.testing.assert_frame_equal(have, want)
+    assert (have.parallelism[have.value == "42391"] == "TP8 (EP8, attn-DP)").all()
+
+
 def test_table_commands_say_first_whether_figures_are_a_bound_or_expected(help_example_runs):
     """disagg, sweep, prices and study printed no line saying whether their figures are an
     ideal bound or expected (point, frontier, simulate, capacity do: figures_line); CSV and

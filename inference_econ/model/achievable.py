@@ -142,7 +142,7 @@ class EngineStep:
         )
         self.attention_out_share = work.layers * out / self.projection_params
         #: The moe tables' name of the format TensorRT-LLM runs the routed experts at on this
-        #: part (``moe.expert_kernel_format``; None: a reference format, no factor, §F7).
+        #: part (``moe.expert_kernel_format``; None: BF16 or a format without a factor, §F7).
         self.expert_format = expert_kernel_format(
             machine.gpu, work.weight_bits, work.gemm_bits, work.weight_block_scaled
         )

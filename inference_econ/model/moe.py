@@ -11,6 +11,9 @@ github.com/NVIDIA/TensorRT-LLM/blob/04a2a26/docs/source/blogs/tech_blog/blog9_De
 Their speed relative to the reference formats changes with the expert-parallel degree and the
 tokens of the step, which one plateau cannot hold, so the engine step multiplies such a group's
 charge by a measured factor by expert shape (``moe_format_factor``, kernels/moe_formats.yaml).
+Per-tensor FP8 has one on Blackwell, whose plateau share is read from the tables: without it
+its grouped GEMMs were charged 0.74 of their measured time at 257-2,048 tokens on EP 8, where
+BF16's were 1.03. On Hopper the engine's MoE terms are fitted to FP8 experts' measured runs.
 """
 
 from __future__ import annotations
@@ -107,20 +110,25 @@ def eplb_routing_factor(factor, spread):
 
 #: The tables' format of block-scaled FP8 (128 x 128 weight blocks: DeepSeek-V3's checkpoint).
 BLOCK_FP8 = "fp8_block"
+#: The tables' format of per-tensor FP8 (one scale a tensor: ModelOpt's FP8 checkpoints).
+TENSOR_FP8 = "fp8"
 
 
 def expert_kernel_format(
     gpu: GPU, weight_bits: float, gemm_bits: float | None, block_scaled: bool = False
 ) -> str | None:
     """The format name of the moe tables TensorRT-LLM runs a checkpoint's experts at on ``gpu``
-    (None: a reference format, BF16 or per-tensor FP8, or one without a factor). MX weights (a
-    fractional width below 8: MXFP4's 4.25 bits) take the W4A8 kernel on a part with 4-bit
-    tensor cores and 8-bit GEMM activations, else the W4A16 one; 4-bit weights on such a part
-    are NVFP4; 8-bit weights with block scales (``block_scaled``) the block-scaled FP8 one."""
+    (None: BF16, the unquantised path, or a format without a factor). MX weights (a fractional
+    width below 8: MXFP4's 4.25 bits) take the W4A8 kernel on a part with 4-bit tensor cores
+    and 8-bit GEMM activations, else the W4A16 one; 4-bit weights on such a part are NVFP4;
+    8-bit weights with block scales (``block_scaled``) the block-scaled FP8 one, without them
+    and with 8-bit GEMM activations the per-tensor FP8 one."""
     fp4 = gpu.peak_flop_per_s(4) > gpu.peak_flop_per_s(8) * (1 + 1e-9)
     bits = float(weight_bits)
     if block_scaled and np.floor(bits) == 8:
         return BLOCK_FP8
+    if bits == 8 and gemm_bits == 8:
+        return TENSOR_FP8
     if bits < 8 and bits != np.floor(bits):
         return "w4a8_mxfp4_mxfp8" if fp4 and gemm_bits == 8 else "w4a16_mxfp4"
     if bits == 4 and fp4:
