@@ -247,16 +247,23 @@ def _check_export(engine: str, plan: str, settings: dict) -> None:
 def _capacity_export(model, hardware, engine: str, progress, settings: dict, options: dict):
     """The launch of a capacity plan, under the plan's own traffic and scheduler limits."""
     from ..export.capacity_launch import capacity_plan as capacity_launch
+    from ..export.capacity_launch import refuse_past_window
     from ..export.refusals import capacity_speculation
     from .load import capacity
-    from .load_setup import load_inputs
+    from .load_setup import load_inputs, settings_per_gpu
 
     for flag in ("draft", "draft_heads"):  # refused before the plan's search
         if settings.get(flag) is not None:
             raise capacity_speculation(flag)
-    capacity_plan = capacity(model, hardware, progress=progress, **settings)
     load = {k: v for k, v in settings.items() if k in table.names(table.LOAD)}
     inputs = load_inputs(load, settings.get("traffic"), None, settings.get("config"), sized=True)
+    # requests past the model's window are refused before the plan's search, not after it
+    typed = [settings.get(k) for k in ("traffic", "targets", "config")]
+    own = ("traffic", "targets", "config", "sizes", "yes")  # capacity's own arguments
+    flat = {k: v for k, v in settings.items() if k not in own}
+    problem = load_inputs(flat, *typed, sized=True).problem
+    refuse_past_window(inputs.traffic, settings_per_gpu(model, hardware, problem)[0])
+    capacity_plan = capacity(model, hardware, progress=progress, **settings)
     return capacity_launch(capacity_plan, engine, inputs.traffic, inputs.config, **options)
 
 

@@ -37,17 +37,7 @@ def capacity_plan(
         raise capacity_speculation(flag)
     s = traffic.stream()
     ctx = reference_context(traffic)
-    # the longest request the run drew, or each side's stated longest where its law caps it
-    # if longer (a session's later turns and a shared prefix lengthen a prompt past its law's
-    # cap; a traffic's lengths may have no upper end: a given --max-model-len caps its tail)
-    drawn = float(np.max(s.prompt_tokens + s.output_tokens))
-    prompt_cap = _longest_side(traffic.input_lengths, s.prompt_tokens)
-    capped = prompt_cap + _longest_side(traffic.output_lengths, s.output_tokens)
-    sides = (traffic.input_lengths, traffic.output_lengths)
-    if all(side is None or math.isfinite(side.longest()) for side in sides):
-        # the traffic states its longest request (caps, fixed lengths, a trace's rows): one
-        # beyond the window is refused, not launched at a length the engine refuses it at
-        within_window(capped, setting, trace=traffic.trace is not None)
+    drawn, prompt_cap, capped = refuse_past_window(traffic, setting, s)
     longest = max_model_len or round_length(max(drawn, capped), setting.model.max_context_tokens)
     batch = max(1, int(math.ceil(r.mean_batch)))
     prompt = float(np.mean(s.prompt_tokens))
@@ -81,6 +71,26 @@ def capacity_plan(
             longest_prompt=int(max(np.max(s.prompt_tokens), prompt_cap)),
         )  # fmt: skip
     )
+
+
+def refuse_past_window(traffic, setting: Setting, s=None) -> tuple[float, float, float]:
+    """(the longest request the traffic's run draws, its longest prompt and its longest
+    request by each side's stated longest where its law caps it if longer): a session's later
+    turns and a shared prefix lengthen a prompt past its law's cap; a traffic's lengths may
+    have no upper end (a given --max-model-len caps its tail). Where the traffic states its longest request (caps,
+    fixed lengths, a trace's rows) one beyond the window is refused, not launched at a length
+    the engine refuses it at: it depends on the traffic alone, so an export checks it before
+    the plan's search too. ``s``: the traffic's stream, where the caller has drawn it."""
+    import numpy as np
+
+    s = traffic.stream() if s is None else s
+    drawn = float(np.max(s.prompt_tokens + s.output_tokens))
+    prompt_cap = _longest_side(traffic.input_lengths, s.prompt_tokens)
+    capped = prompt_cap + _longest_side(traffic.output_lengths, s.output_tokens)
+    sides = (traffic.input_lengths, traffic.output_lengths)
+    if all(side is None or math.isfinite(side.longest()) for side in sides):
+        within_window(capped, setting, trace=traffic.trace is not None)
+    return drawn, prompt_cap, capped
 
 
 def _longest_side(lengths, drawn) -> float:
