@@ -77,10 +77,10 @@ def refuse_past_window(traffic, setting: Setting, s=None) -> tuple[float, float,
     """(the longest request the traffic's run draws, its longest prompt and its longest
     request by each side's stated longest where its law caps it if longer): a session's later
     turns and a shared prefix lengthen a prompt past its law's cap; a traffic's lengths may
-    have no upper end (a given --max-model-len caps its tail). Where the traffic states its longest request (caps,
-    fixed lengths, a trace's rows) one beyond the window is refused, not launched at a length
-    the engine refuses it at: it depends on the traffic alone, so an export checks it before
-    the plan's search too. ``s``: the traffic's stream, where the caller has drawn it."""
+    have no upper end (a given --max-model-len caps its tail). Where the traffic states its
+    longest request (caps, fixed lengths, a trace's rows) one beyond the window is refused,
+    not launched at a length the engine refuses it at: it depends on the traffic alone, so an
+    export checks it before the plan's search too. ``s``: the traffic's stream, if drawn."""
     import numpy as np
 
     s = traffic.stream() if s is None else s
