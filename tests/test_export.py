@@ -1083,6 +1083,28 @@ def test_an_attention_dp_point_launches_each_ranks_share_of_its_batch():
             assert trtllm_options(plan, w)["cuda_graph_config"]["max_batch_size"] == 32
 
 
+def test_a_capacity_plan_launches_the_experts_of_its_mean_batch_and_says_which_steps_differ():
+    """A capacity plan's simulation prices each decode step's experts by its micro-batch
+    (Qwen3-235B on TP2: EP2 from 32 sequences, tensor-split below); an engine runs one
+    placement, so the launch takes the one at the plan's mean micro-batch and a line says the
+    steps on the other side of 32 run otherwise than simulated. A plan needing expert
+    parallelism (vLLM's attention DP) keeps EP2 and says why."""
+    from inference_econ.export.experts import simulated_degree
+
+    s = make_setting("Qwen3 235B", "H200", weight_bits=8, activation_bits=8,
+                     assumptions="achievable")  # fmt: skip
+    e, line = simulated_degree(s, (1, 2, 1, 2), 116.0, "trtllm")
+    assert e == 2 and line.startswith("Experts EP2, the placement at the plan's mean decode")
+    assert "its steps below a micro-batch of 32 run EP2, not tensor-split as simulated" in line
+    e, line = simulated_degree(s, (1, 2, 1, 2), 2.0, "trtllm")
+    assert e == 1 and "its steps from a micro-batch of 32 run tensor-split, not EP2" in line
+    e, line = simulated_degree(s, (1, 2, 2, 2), 2.0, "vllm")
+    assert e == 2 and "vLLM's attention data parallelism need expert parallelism" in line
+    assert simulated_degree(s, (1, 2, 1, 1), 116.0, "trtllm") == (1, "")
+    stated = s.replace(assumptions=s.assumptions.replace(expert_parallel_min_batch_per_sparsity=0))
+    assert simulated_degree(stated, (1, 2, 1, 2), 2.0, "trtllm") == (2, "")
+
+
 def test_a_point_launches_its_experts_as_its_decode_steps_are_priced():
     """gpt-oss-120b on 4 H100 under vLLM at batch 2: the model prices its decode steps with the
     128 experts tensor-split (EP4 only from a micro-batch of 64), so the export launches no

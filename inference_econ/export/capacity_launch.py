@@ -41,10 +41,12 @@ def capacity_plan(
     longest = max_model_len or round_length(max(drawn, capped), setting.model.max_context_tokens)
     batch = max(1, int(math.ceil(r.mean_batch)))
     prompt = float(np.mean(s.prompt_tokens))
-    workers = _capacity_workers(capacity, engine, traffic, config, ctx, prompt, batch, longest)
+    workers, placed = _capacity_workers(
+        capacity, engine, traffic, config, ctx, prompt, batch, longest
+    )
     load = _capacity_load(capacity, traffic, s)
     expected = _capacity_expected(capacity)
-    notes = _capacity_notes(capacity, workers, batch, ctx)
+    notes = _capacity_notes(capacity, workers, batch, ctx) + placed
     ckpt = loaded_checkpoint(setting, checkpoint, engine)
     return finish(
         LaunchPlan(
@@ -103,15 +105,19 @@ def _longest_side(lengths, drawn) -> float:
 
 def _capacity_workers(
     capacity, engine: str, traffic, config, ctx: float, prompt: float, batch: int, longest: int
-) -> tuple[Worker, ...]:
+) -> tuple[tuple[Worker, ...], tuple[str, ...]]:
     """The workers of a capacity plan's deployment: its instances, or its prefill and decode
     pools (each on its own GPU, as the simulation ran them), each in the layout the simulation's
     instance for its share of the load chose, its
     memory checked at the simulation's mean ``batch`` at the reference context ``ctx`` (a
-    prefill worker: one step's budget of prompts of ``prompt`` tokens)."""
+    prefill worker: one step's budget of prompts of ``prompt`` tokens); a decoding worker's
+    experts placed as at that mean batch (``experts.simulated_degree``), with the lines saying
+    so."""
     from ..load.deployment import instance_for, offered_load
+    from .experts import simulated_degree
 
     d = capacity.deployment
+    placed: list[str] = []
 
     def pool(role, gpus, count, load):
         # a prefill pool on GPUs of its own (``prefill_hardware``) is planned, and checked, on them
@@ -127,10 +133,14 @@ def _capacity_workers(
         attention = lay.tensor_degree / lay.attention_divisor
         degrees = layout_degrees(setting, gpus, lay.pipeline, lay.tensor_degree, attention, engine)
         at, planned = (prompt, prefill_batch) if role == "prefill" else (ctx, batch)
+        if role != "prefill":  # a prefill pass splits experts by its tokens, well past §A5's edge
+            e, note = simulated_degree(setting, degrees, planned, engine)
+            degrees = (*degrees[:3], e)
+            placed.extend([note] if note else [])
         return worker(setting, engine, role, count, degrees, cap, budget, at, longest, planned)
 
     if d.disaggregated:
-        return (
+        workers = (
             pool(
                 "prefill",
                 d.prefill_gpus_per_instance,
@@ -144,7 +154,11 @@ def _capacity_workers(
                 offered_load(traffic, d.instances, prompts=False),
             ),
         )
-    return (pool("server", d.gpus_per_instance, d.instances, offered_load(traffic, d.instances)),)
+    else:
+        workers = (
+            pool("server", d.gpus_per_instance, d.instances, offered_load(traffic, d.instances)),
+        )
+    return workers, tuple(placed)
 
 
 def _capacity_load(capacity, traffic, s) -> Load:

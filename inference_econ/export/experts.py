@@ -93,15 +93,7 @@ def point_degree(setting: Setting, degrees, batch: int, engine: str) -> tuple[in
     p, t, dp, e = degrees
     if e <= 1 or split_at(setting, batch / p):
         return e, ""
-    needs = [
-        why
-        for why, needed in (
-            ("redundant experts", setting.model.redundant_experts > 0),
-            ("two-batch overlap", setting.assumptions.two_batch_overlap),
-            ("vLLM's attention data parallelism", engine == "vllm" and dp > 1),
-        )
-        if needed
-    ]
+    needs = _expert_parallel_needs(setting, dp, engine)
     if needs:
         return e, (
             f"Experts EP{e} at every batch: the model splits them only from a larger "
@@ -112,4 +104,49 @@ def point_degree(setting: Setting, degrees, batch: int, engine: str) -> tuple[in
         f"Experts tensor-split (EP1), as the point's decode steps of {batch / p:g} sequences "
         f"a stage are priced (the model splits them EP{e} only from a larger micro-batch); "
         "the figures are EP1's."
+    )
+
+
+def _expert_parallel_needs(setting: Setting, dp: int, engine: str) -> list[str]:
+    """What in a plan needs expert-parallel MoE layers whatever the batch: redundant experts,
+    two-batch overlap, vLLM's attention data parallelism over ``dp`` ranks."""
+    return [
+        why
+        for why, needed in (
+            ("redundant experts", setting.model.redundant_experts > 0),
+            ("two-batch overlap", setting.assumptions.two_batch_overlap),
+            ("vLLM's attention data parallelism", engine == "vllm" and dp > 1),
+        )
+        if needed
+    ]
+
+
+def simulated_degree(setting: Setting, degrees, batch: float, engine: str) -> tuple[int, str]:
+    """The expert degree a worker of a simulated plan (capacity) launches, and the line saying
+    so: the simulation prices each decode step's experts by §A5's rule at that step's
+    micro-batch (split from a micro-batch of ``expert_parallel_min_batch_per_sparsity`` x the
+    sparsity, tensor-split below), while an engine runs one placement; the launch takes the
+    placement of the plan's mean ``batch`` (``point_degree``'s rule), and the line says which
+    steps run otherwise than simulated. "" where the simulation priced one placement."""
+    from ..model.latency import experts_placement
+    from ..model.workload import compile_workload
+
+    p, t, dp, e = degrees
+    least = setting.assumptions.expert_parallel_min_batch_per_sparsity
+    work = compile_workload(setting.model, setting.assumptions)
+    placement = experts_placement(work, t, least)
+    launched, _ = point_degree(setting, degrees, int(round(batch)), engine)
+    if e <= 1 or "from a micro-batch" not in placement:
+        return launched, ""
+    edge = min(least * g.sparsity for g in work.groups if g.experts > 1)
+    needs = _expert_parallel_needs(setting, dp, engine)
+    if launched > 1:
+        why = f": {' and '.join(needs)} need expert parallelism" if needs else ""
+        other = f"its steps below a micro-batch of {edge:g} run EP{launched}, not tensor-split"
+    else:
+        why, other = "", f"its steps from a micro-batch of {edge:g} run tensor-split, not EP{e}"
+    return launched, (
+        f"Experts EP{launched}, the placement at the plan's mean decode micro-batch of "
+        f"{batch / p:.4g} sequences{why}; the simulation priced {placement} (§A5), and an "
+        f"engine runs one placement: {other} as simulated."
     )
