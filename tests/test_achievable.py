@@ -772,6 +772,29 @@ def test_engine_profiles_load_derive_and_refuse(tmp_path):
     ):
         with pytest.raises(ie.SpecError, match=says):
             profile_from_dict({"name": "x", "harnesses": bad}, "x.yaml")
+    # the terms some versions run with: the first entry holding for a stated version
+    prof = profile_from_dict(
+        {
+            "name": "x",
+            "engine": "x",
+            "version_terms": [{"versions": "<2", "step_overhead_s": 2e-3}],
+        },
+        "x.yaml",
+    )
+    assert prof.version_terms == (("<2", (("step_overhead_s", 2e-3),)),)
+    for bad, says in (
+        ({"versions": "<2"}, r"'version_terms'.*expected a list"),
+        ([{"versions": "newest", "step_overhead_s": 1e-3}], r"version_terms\[0\]\.versions"),
+        (
+            [{"versions": "<2", "step_overhead": 1e-3}],
+            r"version_terms\[0\]\.step_overhead.*not a term",
+        ),
+        ([{"versions": "<2", "step_overhead_s": -1}], r"version_terms\[0\]\.step_overhead_s"),
+        ([{"step_overhead_s": 1e-3}], r"version_terms\[0\].*a versions range and a term"),
+        ([{"versions": "<2"}], r"version_terms\[0\].*a versions range and a term"),
+    ):
+        with pytest.raises(ie.SpecError, match=says):
+            profile_from_dict({"name": "x", "version_terms": bad}, "x.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\nkv_cache_fraction_of: most\n")
     result = CliRunner().invoke(

@@ -73,6 +73,9 @@ def test_show_tells_model_gpu_and_engine_files_apart(tmp_path):
     code, out = run("show", str(engine), "--format", "json")
     row = json.loads(out)["rows"][0]
     assert code == 0 and row["step_time_scale"] == 1.3 and row["derived_from"] == "trtllm"
+    # the versions it describes and what the earlier ones run with instead, the base's own
+    assert row["versions"] == ">=1.0"
+    assert row["at versions <1.2"] == "one_sided_exchange_above_top_k 1"
     code, out = run("show", "vllm-v0-rocm", "--format", "json")
     fitted = load_engine("vllm-v0-rocm").step_time_scale  # vLLM 0.4.3 on ROCm, fitted
     assert code == 0 and json.loads(out)["rows"][0]["step_time_scale"] == pytest.approx(fitted)

@@ -4,6 +4,7 @@ pipeline bubbles, precision formats, context-parallel NICs, the co-located basel
 ``disagg``. Sources are stated beside each figure (docs/model.md §B5, §B9-§B12, §F7)."""
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +18,9 @@ from inference_econ.model.workload import compile_workload
 from inference_econ.serving import context_parallel as cp
 from inference_econ.serving import disaggregation as dis
 from inference_econ.serving.prefill import prefill
-from inference_econ.specs.engine import load_engine
+from inference_econ.specs.engine import load_engine, select_engine
+
+DATA = Path(__file__).parent / "data"
 
 
 # --- §F7: routed experts as one grouped GEMM over the tokens actually routed -------------
@@ -187,6 +190,44 @@ def test_tensorrt_llm_moves_experts_tokens_by_its_strategy():
         one = model.collective_terms(part, adiv, False)
         assert float(both[0][i]) == pytest.approx(float(one[0]), rel=1e-12)
         assert float(both[1][i]) == pytest.approx(float(one[1]), rel=1e-12)
+
+
+def test_tensorrt_llm_before_1_2_gathers_tokens_up_to_the_top_k(tmp_path):
+    """TensorRT-LLM 1.0 and 1.1 ran the NVLink one-sided all-to-all only where the expert
+    degree exceeds a token's top-k (CutlassFusedMoE.enable_alltoall "moe_ep_size >
+    experts_per_token"; PR #8950 dropped the condition in 1.2, §F7): DeepSeek-R1 (top 8) as
+    DEP8 on B200 gathers its tokens at 1.0 and 1.1 and exchanges them at 1.2; gpt-oss-120b
+    (top 4) as DEP8 exchanges them at every version. Measured: Qwen3-235B-A22B (top 8), NVFP4
+    DEP8 on 8 B200 under TensorRT-LLM 1.0, 42,391 output tok/s at 1,000/1,000 (the 1.0
+    performance overview, tests/data/benchmarks_train.csv)."""
+    by_version = {v: select_engine("trtllm", v, "cuda") for v in ("1.0", "1.1.0rc2", "1.2", None)}
+    assert [p.one_sided_exchange_above_top_k for p in by_version.values()] == [1, 1, 0, 0]
+    assert by_version["1.2"] is by_version[None]  # a version not stated runs the newest rules
+
+    def names(model_name, version):
+        a = ACHIEVABLE.replace(engine=by_version[version])
+        arch = ie.load_model(model_name)
+        model = StepModel(compile_workload(arch, a), ie.load_hardware("B200"), a)
+        part = model.pipeline_part(8.0, 8 * 128.0, 1.0, 0.0, 1.0)
+        return [c.what for c in model.attention_calls(part, 8.0, False) if "expert" in c.what]
+
+    gathered = ["expert dispatch (all-gather)", "expert combine (reduce-scatter)"]
+    exchanged = ["expert dispatch", "expert combine"]
+    assert names("DeepSeek-R1", "1.0") == names("DeepSeek-R1", "1.1.0rc2") == gathered
+    assert names("DeepSeek-R1", "1.2") == exchanged
+    assert names("gpt-oss-120b", "1.0") == names("gpt-oss-120b", "1.2")
+    assert set(names("gpt-oss-120b", "1.0")) == set(exchanged)  # each of its layer groups
+    lines = (DATA / "benchmarks_train.csv").read_text().splitlines()
+    (line,) = [x for x in lines if "Qwen3-235B-A22B,FP4,B200," in x and "TensorRT-LLM 1.0" in x]
+    assert ",42391," in line
+    rows = tmp_path / "row.csv"
+    rows.write_text(f"{lines[0]}\n{line}\n")
+    at = {
+        version: float(ie.compare_measured(rows, "achievable", engine).table.predicted.iloc[0])
+        for version, engine in (("1.0", None), ("1.2", "trtllm@1.2"))
+    }
+    assert at["1.0"] == pytest.approx(45_551, rel=0.02)  # +7.5 % of measured; +20.5 % at 1.2
+    assert at["1.2"] > 1.1 * at["1.0"]
 
 
 # --- §B12: pipeline bubbles ----------------------------------------------------------------

@@ -540,7 +540,8 @@ def engine_summary(engine) -> dict:
     Returns
     -------
     dict
-        Its terms, the standard errors of the fitted ones and the profile it derives from.
+        Its terms, the standard errors of the fitted ones, the profile it derives from, the
+        versions it describes and the terms some of them run with instead.
     """
     from ..specs.engine import load_engine
 
@@ -550,11 +551,14 @@ def engine_summary(engine) -> dict:
         "description": prof.description,
         "file": display_path(prof.source_file),
         "derived_from": prof.derived_from,
+        "versions": prof.versions,
         **prof.terms(),
         "kv_cache_fraction_of": prof.kv_cache_fraction_of,
     }
     for term, error in prof.standard_errors:
         out[f"{term}_standard_error"] = error
+    for where, terms in prof.version_terms:  # the terms some versions run with instead
+        out[f"at versions {where}"] = ", ".join(f"{k} {v:g}" for k, v in terms)
     return out
 
 

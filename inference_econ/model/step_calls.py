@@ -287,6 +287,10 @@ class StepCalls:
             and profile.expert_exchange_by_method
             and any(g.experts > 1 for g in work.groups)
         )
+        #: Whether the one-sided all-to-all runs only above a token's top-k (§F7).
+        self.one_sided_above_top_k = bool(
+            profile is not None and profile.one_sided_exchange_above_top_k
+        )
 
     def vocabulary_replica_bytes(self, adiv, params):
         """Bytes of ``params`` weights of the embedding table or output head held (or read)
@@ -455,8 +459,9 @@ class StepCalls:
         ``adiv``; empty without it (``all_to_all`` is then part of the pipeline part). With
         attention data parallelism (``adiv`` > 1) the NVLink one-sided all-to-all, one copy
         per destination rank, where the GPU has it (``_one_sided``), the expert ranks share
-        one NVLink domain and the experts are not tensor-split, else an all-gather and a
-        reduce-scatter over the stage's t ranks
+        one NVLink domain and the experts are not tensor-split (and, where the profile says
+        ``one_sided_exchange_above_top_k``, number more than a token's top-k), else an
+        all-gather and a reduce-scatter over the stage's t ranks
         (``AllGatherReduceScatter``; "AlltoAll cannot support MoE TP"). Without it no
         exchange: every rank holds every token and one all-reduce of the combined output
         over the e expert ranks sums the experts' shares. Arrays of layouts take each by
@@ -475,6 +480,8 @@ class StepCalls:
             e, t_ff = self.split(gi, g, b, t, tokens, cache)
             one_domain = np.asarray(e) <= self.machine.node_gpus  # MNNVL across every rank
             a2a = spread & self._one_sided() & (np.asarray(t_ff) <= 1.0) & one_domain
+            if self.one_sided_above_top_k:  # TensorRT-LLM before 1.2 (§F7)
+                a2a = a2a & (np.asarray(e) > g.active)
             calls: list = []
             if np.any(a2a):
                 calls += self.all_to_all(gi, g, e, t, tokens, keyed, True, _count(g, a2a, adiv))

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from ..errors import SpecError, did_you_mean, short
-from . import catalog
+from . import catalog, engine_terms
 from .engine_terms import BY_TERM, FRACTION_OF, REMOVED_TERMS, TERMS, FractionOf
 from .features import CONDITIONS, LAYOUT_FEATURES, MODEL_CLASSES, ModelClass
 from .schema import Reader, check_number
@@ -141,6 +141,7 @@ class EngineProfile:
     expert_routing_skew: float = 1.0
     block_fp8_dispatch_quantised: int = 1
     expert_exchange_by_method: int = 0
+    one_sided_exchange_above_top_k: int = 0
     kv_cache_memory_fraction: float = 0.9
     kv_cache_fraction_of: FractionOf = "free"
     activation_workspace_bytes_per_gpu: float = 2e9
@@ -183,6 +184,9 @@ class EngineProfile:
     #: Inference's harness runs TensorRT-LLM with chunked prompts, the engine's default being
     #: whole ones, but DeepSeek-R1 with whole prompts).
     harnesses: tuple[tuple[str, tuple[tuple[tuple[str, Any], ...], ...]], ...] = ()
+    #: The terms some of the engine's versions run with instead of these: (range, ((term,
+    #: value), ...)), the first holding for a stated version (``select_engine``) applies.
+    version_terms: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
     #: Standard errors of the fitted terms (terms not listed were set, not fitted).
     standard_errors: tuple[tuple[str, float], ...] = ()
     #: How the profile was made: data, fit error, command (free text per key).
@@ -358,6 +362,7 @@ _OTHER_FIELDS = frozenset(
         *("versions", "kernel_table_versions", "platform", "admission", "prefill", "derived_from"),
         *("sliding_window_cache", "dense_under_attention_dp", "vocabulary_under_attention_dp"),
         *("limits", "harnesses", "standard_errors", "fit", "derive_from", "source_file"),
+        "version_terms",
     }
 )
 
@@ -395,10 +400,12 @@ def _validated(values: Mapping[str, Any], source: str) -> dict[str, Any]:
             out[key] = _limits(value, source)
         elif key == "harnesses":
             out[key] = _harnesses(value, source)
+        elif key == "version_terms":
+            out[key] = engine_terms.version_terms(value, source)
         elif key == "aliases":
             out[key] = tuple(str(a) for a in ([value] if isinstance(value, str) else value or ()))
         elif key == "standard_errors":
-            out[key] = _standard_errors(value, source)
+            out[key] = engine_terms.standard_errors(value, source)
         elif key == "parallelism":
             out[key] = _parallelism(value, source)
         elif key == "fit":
@@ -655,24 +662,6 @@ def _harness_choice(key: Any, word: Any, source: str, at: str) -> str:
     return str(word)
 
 
-def _standard_errors(value: Any, source: str) -> tuple[tuple[str, float], ...]:
-    if not isinstance(value, Mapping):
-        raise SpecError(source, "standard_errors", f"expected a mapping, got {value!r}")
-    out = []
-    for key, err in value.items():
-        if key in REMOVED_TERMS:
-            raise SpecError(
-                source, f"standard_errors.{key}", "no longer a term", REMOVED_TERMS[key]
-            )
-        if key not in BY_TERM:
-            hint = did_you_mean(str(key), sorted(BY_TERM))
-            raise SpecError(source, f"standard_errors.{key}", "not a term of a profile", hint)
-        out.append(
-            (str(key), float(check_number(err, source, f"standard_errors.{key}", minimum=0)))
-        )
-    return tuple(out)
-
-
 def profile_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> EngineProfile:
     """Build a profile from a parsed YAML mapping (``derive_from`` resolved by name)."""
     data = dict(data)
@@ -702,8 +691,10 @@ def profile_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Engine
         # engine, a fitted or what-if one) is priced by its own terms unless it says otherwise
         values.setdefault("kernel_table_versions", "")
         if values.get("engine", base.engine) != base.engine:
-            # another engine's profile: a harness's flags are the base engine's own
+            # another engine's profile: a harness's flags and a version's terms are the base
+            # engine's own
             values.setdefault("harnesses", ())
+            values.setdefault("version_terms", ())
         return dataclasses.replace(base, _cache={}, **values)
     if "name" not in values:
         raise SpecError(source, "name", "is missing", "give the engine profile a name")
@@ -789,7 +780,7 @@ def select_engine(engine, version=None, platform=None) -> EngineProfile:
         else:
             hits = [p for p in options if open_ended(p.versions)]
         if hits:
-            return hits[0]
+            return _at_version(hits[0], v)
     versions = ", ".join(f"{p.name} ({p.versions or 'all'}, {p.platform})" for p in family)
     raise SpecError(
         "argument",
@@ -798,3 +789,12 @@ def select_engine(engine, version=None, platform=None) -> EngineProfile:
         f"{platform or 'any platform'}",
         f"the {named.family} profiles are {versions}",
     )
+
+
+def _at_version(profile: EngineProfile, version) -> EngineProfile:
+    """``profile`` with the terms its first ``version_terms`` entry holding for ``version``
+    sets (itself for a version not stated)."""
+    for where, terms in profile.version_terms if version is not None else ():
+        if in_range(version, where):
+            return profile.with_terms(**dict(terms))
+    return profile

@@ -3,8 +3,13 @@ and meaning, the terms profiles no longer have, and how the KV-cache fraction is
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
+
+from ..errors import SpecError, did_you_mean
+from .schema import check_number
+from .versions import version_range
 
 
 @dataclass(frozen=True)
@@ -229,6 +234,16 @@ TERMS: tuple[Term, ...] = (
         integer=True,
     ),
     Term(
+        "one_sided_exchange_above_top_k",
+        "0 or 1",
+        0,
+        1,
+        "1: the NVLink one-sided all-to-all of an exchange by method only where the expert "
+        "degree exceeds a token's top-k, an all-gather and a reduce-scatter at or below it "
+        "(TensorRT-LLM before 1.2); 0: at any degree (§F7)",
+        integer=True,
+    ),
+    Term(
         "kv_cache_memory_fraction",
         "fraction",
         0.01,
@@ -305,3 +320,60 @@ FractionOf = Literal["free", "total"]
 
 
 FRACTION_OF: tuple[FractionOf, ...] = get_args(FractionOf)
+
+
+def standard_errors(value: Any, source: str) -> tuple[tuple[str, float], ...]:
+    """A profile's ``standard_errors`` mapping (term: error, each error >= 0), checked."""
+    if not isinstance(value, Mapping):
+        raise SpecError(source, "standard_errors", f"expected a mapping, got {value!r}")
+    out = []
+    for key, err in value.items():
+        at = f"standard_errors.{key}"
+        out.append((_term_name(key, source, at), float(check_number(err, source, at, minimum=0))))
+    return tuple(out)
+
+
+def version_terms(value: Any, source: str) -> tuple[tuple[str, tuple[tuple[str, float], ...]], ...]:
+    """A profile's ``version_terms``: a list of {versions: RANGE, term: value, ...}, the terms
+    the engine's versions in RANGE run with instead of the profile's (the first entry holding
+    for a stated version applies; ``select_engine`` applies it)."""
+    if not isinstance(value, list):
+        raise SpecError(
+            source,
+            "version_terms",
+            f"expected a list, got {value!r}",
+            'e.g. [{versions: "<1.2", one_sided_exchange_above_top_k: 1}]',
+        )
+    out = []
+    for i, entry in enumerate(value):
+        where = f"version_terms[{i}]"
+        if not isinstance(entry, Mapping) or "versions" not in entry or len(entry) < 2:
+            raise SpecError(
+                source, where, f"expected a mapping, got {entry!r}", "a versions range and a term"
+            )
+        try:
+            version_range(str(entry["versions"]), source)
+        except SpecError as exc:
+            raise SpecError(source, f"{where}.versions", exc.problem, exc.fix) from None
+        terms = []
+        for key, word in entry.items():
+            if key == "versions":
+                continue
+            at = f"{where}.{key}"
+            t = BY_TERM[_term_name(key, source, at)]
+            number = check_number(
+                word, source, at, minimum=t.minimum, maximum=t.maximum, integer=t.integer
+            )
+            terms.append((t.name, int(number) if t.integer else float(number)))
+        out.append((str(entry["versions"]).strip(), tuple(terms)))
+    return tuple(out)
+
+
+def _term_name(key: Any, source: str, at: str) -> str:
+    """``key`` where it names a profile's numeric term; a removed or unknown one is refused."""
+    if key in REMOVED_TERMS:
+        raise SpecError(source, at, "no longer a term", REMOVED_TERMS[key])
+    if key not in BY_TERM:
+        hint = did_you_mean(str(key), sorted(BY_TERM))
+        raise SpecError(source, at, "not a term of a profile", hint)
+    return str(key)
