@@ -568,8 +568,8 @@ def spec_kind(name_or_path) -> str:
     Parameters
     ----------
     name_or_path : str or Path
-        A name (by the catalog, models first) or a file (by its folder, its ``derive_from``
-        or its fields).
+        A name (by the catalog, models first; "family@version" an engine's) or a file (by its
+        folder, its ``derive_from`` or its fields).
 
     Returns
     -------
@@ -583,6 +583,8 @@ def spec_kind(name_or_path) -> str:
     path = catalog._existing_file(text)
     if path is not None and (text.endswith((".yaml", ".yml")) or "/" in text):
         return spec_kind(path)
+    if "@" in text and path is None:  # an engine at a version ("trtllm@1.1")
+        return "engines"
     for kind in FILE_KINDS:
         try:
             catalog.find(kind, text)

@@ -13,7 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..model.assumptions import Assumptions, preset
-from ..specs.engine import load_engine, select_engine, split_engine
+from ..specs.engine import load_engine, split_engine
 from .closed_forms import predictable, steady_pairs, ttft_of
 from .predicting import (
     _DASK,
@@ -375,7 +375,7 @@ def _compared(path, rows, assumptions, engine):
             "use --assumptions achievable with --engine",
         )
     if engine is not None:
-        select_engine(engine)  # a bad name, version or file fails before any work
+        load_engine(engine)  # a bad name, version or file fails before any work
     predicted, labels, status, engines = predict_rows(rows, base, engine)
     table = _table(rows, predicted, labels, status, base, engines)
     label = base.name

@@ -153,8 +153,10 @@ RUN_TERMS = ("host_overhead_exposed", "gemm_allreduce_overlap", "kv_cache_memory
 
 def with_run_terms(profile: EngineProfile, run: EngineProfile) -> EngineProfile:
     """``profile`` (an engine's, with fitted terms) with the ``RUN_TERMS`` of ``run`` (the same
-    engine's profile as one row runs it)."""
-    changes = {t: run.value(t) for t in RUN_TERMS if run.value(t) != profile.value(t)}
+    engine's profile as one row runs it) and the terms its version sets (``version_terms``)."""
+    by_version = (name for _, terms in run.version_terms for name, _ in terms)
+    names = dict.fromkeys((*RUN_TERMS, *by_version))
+    changes = {t: run.value(t) for t in names if run.value(t) != profile.value(t)}
     return profile.with_terms(**changes) if changes else profile
 
 

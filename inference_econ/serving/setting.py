@@ -415,9 +415,13 @@ def with_engine(assumptions: Assumptions, engine) -> Assumptions:
             f"an engine profile does not apply to the {assumptions.name!r} preset (an ideal bound)",
             "use the achievable preset with an engine: --assumptions achievable",
         )
-    from ..specs.engine import load_engine
+    from ..specs.engine import load_engine, split_engine
 
-    return assumptions.replace(engine=load_engine(engine))
+    profile = load_engine(engine)
+    # "trtllm@1.1" stays as written, so that what an output says it was computed with names
+    # the version whose terms it ran with (``Assumptions.profile`` loads it again)
+    versioned = isinstance(engine, str) and split_engine(engine)[1] is not None
+    return assumptions.replace(engine=engine if versioned else profile)
 
 
 def with_clock(assumptions: Assumptions, clock: str) -> Assumptions:

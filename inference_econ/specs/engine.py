@@ -12,7 +12,8 @@ writes); every fitted term may carry a standard error.
 A profile describes one engine (``engine``: its family, e.g. ``vllm``) over a range of its
 versions (``versions``: ``"<0.8"``, ``">=1.0"``; empty: every version) on a platform
 (``platform``: ``cuda``, ``rocm`` or ``any``). ``select_engine`` picks the profile of an engine,
-a version and a platform (``vllm@0.10`` on the command line).
+a version and a platform (``vllm@0.10`` on the command line), with the terms that version runs
+with where they differ (``version_terms``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from . import catalog, engine_terms
 from .engine_terms import BY_TERM, FRACTION_OF, REMOVED_TERMS, TERMS, FractionOf
 from .features import CONDITIONS, LAYOUT_FEATURES, MODEL_CLASSES, ModelClass
 from .schema import Reader, check_number
-from .versions import in_range, open_ended, parse_version, version_range
+from .versions import in_range, open_ended, parse_version, split_engine, version_range
 from .yamlfile import load_yaml
 
 #: Engines whose scheduler limits hold per data-parallel attention rank, not per instance:
@@ -707,9 +708,18 @@ def _load_path(path: Path) -> EngineProfile:
 
 
 def load_engine(name_or_path: str | Path | EngineProfile) -> EngineProfile:
-    """An engine profile by name ("trtllm", "vllm", "sglang"), alias or YAML path."""
+    """An engine profile by name ("trtllm", "vllm", "sglang"), alias or YAML path; a name at
+    a version ("trtllm@1.1") is that version's (``select_engine``)."""
     if isinstance(name_or_path, EngineProfile):
         return name_or_path
+    text, version = split_engine(str(name_or_path))
+    if version is not None and not Path(name_or_path).is_file():
+        if parse_version(version) is None:
+            raise SpecError(
+                "argument", "engine", f"{version!r} in {short(name_or_path)} is not a version",
+                f"write the engine's release after '@', e.g. {text}@1.1",
+            )  # fmt: skip
+        return select_engine(name_or_path)
     path = catalog.find("engines", name_or_path).resolve()
     with catalog.deriving("engines", path):  # a cycle or too long a chain: one line
         return _load_path(path)
@@ -750,12 +760,6 @@ def _profiles() -> tuple[EngineProfile, ...]:
     return tuple(load_engine(e.path) for e in catalog.entries("engines"))
 
 
-def split_engine(text: str) -> tuple[str, str | None]:
-    """``vllm@0.10`` -> ("vllm", "0.10"); a name or path without "@" -> (it, None)."""
-    name, at, version = str(text).partition("@")
-    return name.strip(), (version.strip() or None) if at else None
-
-
 def select_engine(engine, version=None, platform=None) -> EngineProfile:
     """The profile of ``engine`` (a family, a profile name or alias, a path or a profile; or
     "family@version") at ``version`` on ``platform`` (cuda, rocm; None: any). Among the
@@ -780,7 +784,7 @@ def select_engine(engine, version=None, platform=None) -> EngineProfile:
         else:
             hits = [p for p in options if open_ended(p.versions)]
         if hits:
-            return _at_version(hits[0], v)
+            return engine_terms.at_version(hits[0], v)
     versions = ", ".join(f"{p.name} ({p.versions or 'all'}, {p.platform})" for p in family)
     raise SpecError(
         "argument",
@@ -789,12 +793,3 @@ def select_engine(engine, version=None, platform=None) -> EngineProfile:
         f"{platform or 'any platform'}",
         f"the {named.family} profiles are {versions}",
     )
-
-
-def _at_version(profile: EngineProfile, version) -> EngineProfile:
-    """``profile`` with the terms its first ``version_terms`` entry holding for ``version``
-    sets (itself for a version not stated)."""
-    for where, terms in profile.version_terms if version is not None else ():
-        if in_range(version, where):
-            return profile.with_terms(**dict(terms))
-    return profile

@@ -9,7 +9,7 @@ from typing import Any, Literal, get_args
 
 from ..errors import SpecError, did_you_mean
 from .schema import check_number
-from .versions import version_range
+from .versions import in_range, version_range
 
 
 @dataclass(frozen=True)
@@ -377,3 +377,12 @@ def _term_name(key: Any, source: str, at: str) -> str:
         hint = did_you_mean(str(key), sorted(BY_TERM))
         raise SpecError(source, at, "not a term of a profile", hint)
     return str(key)
+
+
+def at_version(profile, version):
+    """``profile`` (an ``EngineProfile``) with the terms its first ``version_terms`` entry
+    holding for ``version`` sets; itself for a version not stated or held by none."""
+    for where, terms in profile.version_terms if version is not None else ():
+        if in_range(version, where):
+            return profile.with_terms(**dict(terms))
+    return profile

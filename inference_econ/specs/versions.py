@@ -55,3 +55,9 @@ def in_range(version: tuple[int, ...], text: str) -> bool:
 def open_ended(text: str) -> bool:
     """A range without an upper bound (the newest versions)."""
     return not any(op in ("<", "<=", "==") for op, _ in version_range(text))
+
+
+def split_engine(text: str) -> tuple[str, str | None]:
+    """``vllm@0.10`` -> ("vllm", "0.10"); a name or path without "@" -> (it, None)."""
+    name, at, version = str(text).partition("@")
+    return name.strip(), (version.strip() or None) if at else None
