@@ -2,13 +2,14 @@
 database (github.com/ai-dynamo/aiconfigurator, Apache-2.0): for each GPU folder of
 ``GPUS``, each table of ``TABLES`` read from a git checkout or mirror of that repository
 (``git show COMMIT:PATH``, so a mirror without a work tree will do) and written as
-``kernels/<gpu>/<engine>-<version>/<name>.csv.gz``.
+``kernels/<gpu>/<engine>-<version>/<name>.csv.gz``; and SGLang's DeepEP tables
+(``DEEPEP_TABLES``), from each GPU's own release folder.
 
 A file's first line is ``# `` and a JSON object: where the rows come from (repository, commit,
 path, licence) and the value of each column that was the same on every row and so left out
 (framework, version, device, op_name, kernel_source). The rest is CSV with units in the column
 names: ``latency`` in milliseconds becomes ``latency_ms`` (AIConfigurator's loader reads it as
-ms), an all-reduce's ``message_size`` (elements of its dtype, the loader's
+ms; the DeepEP tables' times are already ``*_us``), an all-reduce's ``message_size`` (elements of its dtype, the loader's
 ``tokens x hidden_size``) becomes ``message_elements``. Latencies keep seven significant
 digits; integers and names are as measured.
 
@@ -52,6 +53,19 @@ TABLES = (
     ("mla/trtllm/1.3.0rc20/generation_mla_perf.parquet", "trtllm-1.3.0rc20", "generation_mla"),
     ("mla/trtllm/1.3.0rc20/context_mla_perf.parquet", "trtllm-1.3.0rc20", "context_mla"),
 )
+#: SGLang's DeepEP dispatch and combine as AIConfigurator timed them, by GPU folder: the
+#: SGLang release folder each GPU's tables sit in (their rows may name another), and the
+#: (file, name) pairs written under ``kernels/<gpu>/sglang-<release>/``. Times are in µs.
+DEEPEP_RELEASES = {
+    "h100_sxm": "0.5.6.post2",
+    "h200_sxm": "0.5.6.post2",
+    "b200_sxm": "0.5.12",
+    "gb200": "0.5.12",
+}
+DEEPEP_TABLES = (
+    ("wideep_deepep_ll_perf.parquet", "deepep_low_latency"),
+    ("wideep_deepep_normal_perf.parquet", "deepep_normal"),
+)
 #: Columns left out where every row holds one value (the value goes to the first line).
 CONSTANT = ("framework", "version", "device", "op_name", "kernel_source")
 RENAME = {"latency": "latency_ms", "message_size": "message_elements"}
@@ -88,8 +102,9 @@ def trimmed(frame, header: dict):
             header[column] = str(frame[column].iloc[0])
             frame = frame.drop(columns=column)
     frame = frame.rename(columns=RENAME)
-    if (frame["latency_ms"] <= 0).any():
-        raise SystemExit("error: a latency at or below 0 ms")
+    times = [c for c in frame.columns if c == "latency_ms" or c.endswith("_us")]
+    if not times or (frame[times] < 0).any().any() or (frame[times].sum(axis=1) <= 0).any():
+        raise SystemExit("error: a time below 0, or none above it on a row")
     return frame
 
 
@@ -114,7 +129,12 @@ def main(argv=None) -> int:
 
     full = full_commit(args.repo, args.commit)
     for gpu in GPUS:
-        for path, folder, name in TABLES:
+        release = DEEPEP_RELEASES[gpu]
+        deepep = [
+            (f"comm/sglang/{release}/{file}", f"sglang-{release}", name)
+            for file, name in DEEPEP_TABLES
+        ]
+        for path, folder, name in (*TABLES, *deepep):
             source = f"{DATA}/{gpu}/{path}"
             frame = pd.read_parquet(io.BytesIO(git_blob(args.repo, full, source)))
             header = {

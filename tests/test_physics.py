@@ -11,7 +11,7 @@ import pytest
 
 import inference_econ as ie
 from inference_econ.model.assumptions import ACHIEVABLE, PAPER, REFINED
-from inference_econ.model.latency import StepModel, prefill_step_model
+from inference_econ.model.latency import StepModel, prefill_step_model, stated_experts
 from inference_econ.model.mixed_step import EngineLayout, mixed_step_s
 from inference_econ.model.step_calls import expert_remote_share
 from inference_econ.model.workload import compile_workload
@@ -82,17 +82,23 @@ DEEPEP_NORMAL_RDMA = {16: 43, 32: 58, 64: 51}
     "preset", [REFINED, ACHIEVABLE.replace(engine="sglang")], ids=("refined", "sglang")
 )
 def test_expert_all_to_all_reproduces_deepep(preset):
-    """DeepEP dispatches in FP8 (an engine that quantises first: SGLang's, vLLM's)."""
+    """DeepEP dispatches in FP8 (an engine that quantises first: SGLang's, vLLM's). SGLang's
+    step charges DeepEP's kernels as NCCL's protocols would run them, within 25 % across nodes;
+    the ideal bound (refined: a copy a destination rank, the one-sided protocol) is below
+    every cell."""
     arch, gpu = ie.load_model("DeepSeek-R1"), ie.load_hardware("H800")
     model = StepModel(compile_workload(arch, preset), gpu, preset)
     layers = model.work.groups[1].layers
+    ideal = preset.engine is None
     for ep, (dispatch_us, combine_us) in DEEPEP_LOW_LATENCY.items():
         part = model.pipeline_part(float(ep), 128.0 * ep, 1.0, 0.0, 1.0)
         dispatch, combine = part.shared_calls[:2]
         got = np.array([float(dispatch.time_s()), float(combine.time_s())]) / layers * 1e6
         want = np.array([dispatch_us, combine_us])
-        assert np.all(got <= want), (ep, got)  # an ideal collective is a bound
-        if ep > 8:  # across nodes (the NICs): within 25 %
+        assert np.all(got <= want), (ep, got)  # below the measured kernels
+        if ideal:  # the fewest bytes at the full link rate: at most 0.8 of measured
+            assert np.all(got <= 0.8 * want), (ep, got)
+        elif ep > 8:  # across nodes (the NICs): within 25 %
             assert np.all(np.abs(got / want - 1) <= 0.25), (ep, got)
         else:  # one node, NVLink only: the datasheet's 200 GB/s one way, where DeepEP's
             # low-latency kernels move 98 GB/s (its normal kernels 153 GB/s)
@@ -104,6 +110,7 @@ def test_expert_all_to_all_reproduces_deepep(preset):
         # bytes over RDMA: one FP8 copy (scales 4 B per 128) per remote node of a token
         rdma = 4096 * 8 * 7168 * (1 + 4 / 128) * float(expert_remote_share(g, ep / 8))
         bw = rdma / (float(dispatch.time_s()) / g.layers) / 1e9
+        # both at the NIC's 50 GB/s line rate; the page's own byte count puts 58 over it
         assert bw == pytest.approx(rdma_gb_per_s, rel=0.25), (ep, bw)
     # the paper's all-to-all is flat in EP: min(k, e) ranks in one node
     paper = StepModel(compile_workload(arch, PAPER), gpu, PAPER)
@@ -114,12 +121,75 @@ def test_expert_all_to_all_reproduces_deepep(preset):
     assert flat[1] == pytest.approx(flat[0], rel=0.05)
 
 
+def _deepep_ratios(gpu, folder, release):
+    """The ideal bound's (refined) and SGLang's dispatch and combine over the measured times
+    of SGLang's DeepEP kernels (kernels/<gpu>/sglang-<release>/, AIConfigurator's tables) at
+    DeepSeek-R1's shape (hidden 7,168, top 8 of 256; 8 ranks a node): the low-latency kernels
+    by decode steps of ``num_token`` sequences a rank, the fastest normal kernel of each size
+    by prefill passes of that many tokens a rank."""
+    from inference_econ.specs.kernel_tables import kernel_table
+
+    arch, part = ie.load_model("DeepSeek-R1"), ie.load_hardware(gpu)
+    out = {}
+    for name, preset in (("refined", REFINED), ("sglang", ACHIEVABLE.replace(engine="sglang"))):
+        preset = stated_experts(preset, True)  # DeepEP runs at every size: experts split
+        decode = StepModel(compile_workload(arch, preset), part, preset)
+        prefill = prefill_step_model(arch, part, preset)
+        rows = []
+        for kernel, model, times in (
+            ("deepep_low_latency", decode, ("dispatch_avg_t_us", "combine_avg_t_us")),
+            ("deepep_normal", prefill, ("dispatch_transmit_us", "combine_transmit_us")),
+        ):
+            t = kernel_table(folder, kernel, f"sglang-{release}")
+            shape = (t["hidden_size"] == 7168) & (t["num_topk"] == 8) & (t["num_experts"] == 256)
+            if "device" in t.names:  # H200's normal table also holds 23 rows of an H100
+                shape &= t["device"] == f"NVIDIA {gpu}"
+            fastest: dict = {}
+            for i in np.flatnonzero(shape):
+                key = (int(t["node_num"][i]), int(t["num_token"][i]))
+                got = (float(t[times[0]][i]), float(t[times[1]][i]))
+                fastest[key] = tuple(map(min, zip(fastest.get(key, got), got)))
+            layers = model.work.groups[1].layers
+            for (nodes, tokens), measured in fastest.items():
+                ep = 8.0 * nodes
+                step = (ep * tokens, 1.0) if model is decode else (1.0, ep * tokens)
+                calls = model.pipeline_part(ep, *step, 0.0, 1.0).shared_calls[:2]
+                us = [float(c.time_s()) / layers * 1e6 for c in calls]
+                rows.append((kernel, nodes, tokens, us[0] / measured[0], us[1] / measured[1]))
+        out[name] = rows
+    return out
+
+
+def test_the_ideal_expert_exchange_is_below_deepeps_measured_kernels():
+    """Every DeepEP dispatch and combine AIConfigurator timed at DeepSeek-R1's shape (H200:
+    1-2,048 tokens a rank over 1-8 nodes low-latency, 1-131,072 normal; B200: one node) takes
+    longer than the ideal bound charges it: a copy a destination rank (a domain across the
+    network) at the least latency of NCCL's protocols and the full link rate (§B11). With a
+    copy an expert and NCCL's own protocols the bound was 1.16 of a two-node dispatch of 24
+    tokens a rank on H200. SGLang's step prices DeepEP's kernels as NCCL's protocols would run:
+    the low-latency ones across nodes at 8-256 tokens a rank within 0.85-1.17 of measured."""
+    for gpu, folder, release in (
+        ("H200", "h200_sxm", "0.5.6.post2"),
+        ("B200", "b200_sxm", "0.5.12"),
+    ):
+        found = _deepep_ratios(gpu, folder, release)
+        ideal = np.array([r[3:] for r in found["refined"]])
+        assert len(ideal) >= 20 and ideal.max() < 0.97, (gpu, ideal.max())
+        assert 0.3 < np.median(ideal) < 0.8
+    sglang = _deepep_ratios("H200", "h200_sxm", "0.5.6.post2")["sglang"]
+    across = np.array(
+        [r[3:] for r in sglang if r[0] == "deepep_low_latency" and r[1] > 1 and 8 <= r[2] <= 256]
+    )
+    assert len(across) == 3 * 11 and across.min() > 0.85 and across.max() < 1.17
+
+
 def test_tensorrt_llm_dispatches_block_scaled_fp8_experts_tokens_unquantised():
     """DeepSeek-R1's block-scaled FP8 experts on 8 H200 as DEP8, 128 tokens a rank:
     TensorRT-LLM's fused MoE quantises the activations inside its kernel, after the exchange,
     so its all-gather (Hopper's exchange under its strategy, §F7) carries every token's d
     elements in BF16, where SGLang's and vLLM's DeepEP dispatch carries each token's k copies
-    in FP8 with one 4-byte scale per 128 values (d·k/t·(1 + 4/128)), as the ideal bound does;
+    in FP8 with one 4-byte scale per 128 values (d·k/t·(1 + 4/128)), and the ideal bound a copy
+    a destination rank in that format;
     the combine is BF16 under every engine (TensorRT-LLM's reduce-scatter d a token)."""
     arch, gpu = ie.load_model("DeepSeek-R1"), ie.load_hardware("H200")
     d, k = arch.d_model, 8
@@ -131,11 +201,12 @@ def test_tensorrt_llm_dispatches_block_scaled_fp8_experts_tokens_unquantised():
         return [c for c in step if c.what.startswith("expert")]
 
     fp8 = d * k / 8 * (1 + 4 / 128)
+    ranks = 8 * (1 - (7 / 8) ** k)  # the ideal's copies: one a rank its experts land on
     for preset, sent, combined in (
         (ACHIEVABLE.replace(engine="trtllm"), d * 2.0, d * 2.0),
         (ACHIEVABLE.replace(engine="sglang"), fp8, d * k / 8 * 2.0),
         (ACHIEVABLE.replace(engine="vllm"), fp8, d * k / 8 * 2.0),
-        (REFINED, fp8, d * k / 8 * 2.0),
+        (REFINED, fp8 * ranks / k, d * ranks / 8 * 2.0),  # a copy a destination rank
     ):
         dispatch, combine = calls(preset)
         assert float(dispatch.bytes_per_token) == pytest.approx(sent, rel=1e-12), preset

@@ -135,6 +135,22 @@ EXPERT_ALLTOALL: CollectiveKind = "expert_alltoall"
 KINDS: tuple[CollectiveKind, ...] = get_args(CollectiveKind)
 
 
+def one_sided(protocols: tuple[Protocol, ...]) -> Protocol:
+    """The ideal expert exchange (§B11): the kernels that move a MoE layer's tokens (DeepEP's,
+    TensorRT-LLM's one-sided all-to-all) write each token into its destination's buffer and
+    raise one flag, so no word carries a flag of its own: the least latencies of the library's
+    ``protocols`` at the full link rate. AIConfigurator's DeepEP tables time the low-latency
+    kernels below NCCL's LL and Simple lines across nodes (H200, 16-96 tokens a rank)."""
+    library = [p for p in protocols if not (p.switch or p.custom)]
+    return Protocol(
+        "one-sided",
+        1.0,
+        min(p.intra_hop_latency_s for p in library),
+        min(p.inter_hop_latency_s for p in library),
+        min(p.base_latency_s for p in library),
+    )
+
+
 def measured_protocols(gpu: GPU, nvls: bool, profile) -> tuple[Protocol, ...]:
     """Collectives as a serving engine sees them (docs/model.md §F6): the library's protocols
     for the interconnect (NCCL 2.23 tables, NVLS where the GPU has it; RCCL or NCCL's PCI

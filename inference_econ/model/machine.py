@@ -18,6 +18,7 @@ from .collectives import (
     Protocol,
     ceiling_protocols,
     measured_protocols,
+    one_sided,
     protocols_for,
 )
 from .efficiency import best_gemm_efficiency
@@ -235,8 +236,10 @@ class Machine:
         protocols = protocols_for(
             assumptions.nccl_latency_model, assumptions.nvls and gpu.nvls, gpu
         )
+        exchange = protocols + (one_sided(protocols),)  # the ideal expert kernels (§B11)
         if assumptions.measured_kernel_rates and gpu.kernel_ceilings is not None:
             protocols = protocols + ceiling_protocols(gpu, gpu.kernel_ceilings)
+            exchange = exchange + ceiling_protocols(gpu, gpu.kernel_ceilings)
         return cls(
             gpu=gpu,
             flop_per_s=gemm,
@@ -246,6 +249,7 @@ class Machine:
             l2_bytes_per_s=l2,
             launch_s=gpu.kernel_launch_latency_s * assumptions.launch_latency_scale,
             protocols=protocols,
+            expert_protocols=exchange,
             **rates,
         )
 

@@ -377,15 +377,21 @@ class StepCalls:
         if self._gathers_tokens():
             return self._gather_scatter(gi, g, e, tokens, cache, calls)
         nodes = np.ceil(e / m.node_gpus)
-        share = expert_remote_share(g, nodes) if self.by_tokens else None
+        k = float(g.active)
+        ranks = np.minimum(k, e * (1.0 - (1.0 - 1.0 / np.maximum(e, 1.0)) ** k))
+        # the ideal bound (no engine) moves the fewest bytes any kernel does: a token once to
+        # each rank its experts land on, and once over the network to each such other domain
+        ideal = self.assumptions.profile() is None
+        per_rank = per_rank or ideal
+        share = None
+        if self.by_tokens or ideal:  # a network copy per destination domain, forwarded inside
+            share = expert_remote_share(g, nodes) * (k / ranks if per_rank else 1.0)
         a2a = cache.get(
             ("a2a", gi), lambda: m.collective(e, nodes, EXPERT_ALLTOALL, inter_share=share)
         )
         dispatch = self._dispatch_bytes()
 
         def bytes_per_token():
-            k = float(g.active)
-            ranks = np.minimum(k, e * (1.0 - (1.0 - 1.0 / np.maximum(e, 1.0)) ** k))
             copies = w.d_model * (ranks if per_rank else k) / t  # elements a token, each GPU
             return copies * dispatch, copies * w.bytes_per_activation
 

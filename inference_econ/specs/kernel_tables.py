@@ -67,6 +67,15 @@ REQUIRED: dict[str, tuple[str, ...]] = {
         "moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
         "moe_tp_size", "moe_ep_size", "distribution", "latency_ms",
     ),
+    # SGLang's DeepEP kernels: ``num_token`` tokens a rank on ``node_num`` nodes of 8 ranks
+    "deepep_low_latency": (
+        "node_num", "hidden_size", "num_token", "num_topk", "num_experts",
+        "dispatch_avg_t_us", "combine_avg_t_us",
+    ),
+    "deepep_normal": (
+        "node_num", "hidden_size", "num_token", "num_topk", "num_experts",
+        "dispatch_transmit_us", "combine_transmit_us",
+    ),
 }  # fmt: skip
 #: Text fields must be shorter than this many characters (the longest shipped is 26): numpy's
 #: reader reads them into this many bytes and would cut a longer value.
@@ -93,7 +102,7 @@ class KernelTable:
             raise SpecError(self.path, name, "is not a column of this table", hint) from None
 
     def __len__(self) -> int:
-        return len(self.columns["latency_ms"])
+        return len(next(iter(self.columns.values())))
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -200,7 +209,7 @@ def _read_plain(source: str) -> KernelTable:
     columns = _columns(source, names, body)
     if "latency_us" not in columns:
         raise SpecError(source, "latency_us", "is missing", "the table needs latency_us")
-    _check_latency(source, columns["latency_us"])
+    _check_latency(source, columns["latency_us"], "latency_us")
     return KernelTable(source, header, columns)
 
 
@@ -219,7 +228,9 @@ def _read(source: str) -> KernelTable:
     missing = [n for n in required if n not in columns]
     if missing:
         raise SpecError(source, missing[0], "is missing", f"the table needs {', '.join(required)}")
-    _check_latency(source, columns["latency_ms"])
+    for name in required:  # each time the table keys by (ms, or µs where its name says so)
+        if name == "latency_ms" or name.endswith("_us"):
+            _check_latency(source, columns[name], name)
     return KernelTable(source, header, columns)
 
 
@@ -241,9 +252,9 @@ def _split(source: str, text: str) -> tuple[dict, list[str], str]:
 
 def _kind(name: str, value: str) -> str:
     """The numpy type of a field from its first value: whole numbers, other numbers, text
-    (``latency_ms`` is always a number)."""
+    (a time, ``latency_ms`` or a name ending ``_us``, is always a real number)."""
     for kind, parse in (("i8", int), ("f8", float)):
-        if kind == "i8" and name == "latency_ms":
+        if kind == "i8" and (name == "latency_ms" or name.endswith("_us")):
             continue
         try:
             parse(value)
@@ -351,12 +362,13 @@ def _shared_text(values: list[str], codes: np.ndarray) -> np.ndarray:
     return shared[codes]
 
 
-def _check_latency(source: str, latency: np.ndarray) -> None:
-    """Every latency a finite number of milliseconds above 0."""
+def _check_latency(source: str, latency: np.ndarray, name: str = "latency_ms") -> None:
+    """Every time of column ``name`` a finite number above 0 (in the unit its name ends with)."""
     import numpy as np
 
     bad = ~(np.isfinite(latency) & (latency > 0))
     if bad.any():
         row = int(np.argmax(bad)) + 1
-        problem = f"row {row} is {latency[row - 1]!r}; every latency must be above 0 ms"
-        raise SpecError(source, "latency_ms", problem, _FIX)
+        unit = "µs" if name.endswith("_us") else "ms"
+        problem = f"row {row} is {latency[row - 1]!r}; every time must be above 0 {unit}"
+        raise SpecError(source, name, problem, _FIX)
