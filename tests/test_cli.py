@@ -75,10 +75,10 @@ def test_show_tells_model_gpu_and_engine_files_apart(tmp_path):
     assert code == 0 and row["step_time_scale"] == 1.3 and row["derived_from"] == "trtllm"
     # the versions it describes and what the earlier ones run with instead, the base's own
     assert row["versions"] == ">=1.0"
-    assert row["at versions <1.2"] == "one_sided_exchange_above_top_k 1"
+    assert row["at versions <1.2"] == "one_sided_exchange 1"
     # a name at a version is that version's profile, wherever a profile name goes
     code, out = run("show", "trtllm@1.1", "--format", "json")
-    assert code == 0 and json.loads(out)["rows"][0]["one_sided_exchange_above_top_k"] == 1
+    assert code == 0 and json.loads(out)["rows"][0]["one_sided_exchange"] == 1
     args = ["point", "DeepSeek-R1", "-H", "B200", "--gpus", "8", "--batch", "512", "--discrete"]
     code, out = run(*args, "--assumptions", "achievable", "--engine", "trtllm@1.1")
     assert code == 0 and "engine trtllm@1.1;" in out and "expert dispatch (all-gather)" in out

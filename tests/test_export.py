@@ -1110,7 +1110,8 @@ def test_a_point_launches_its_experts_as_its_decode_steps_are_priced():
     128 experts tensor-split (EP4 only from a micro-batch of 64), so the export launches no
     expert parallelism (it had launched --enable-expert-parallel and priced EP4 at every batch:
     TPOT 9.52 ms beside the point's 6.31); its expected TPOT is the point's. At batch 256 it
-    splits them EP4 over four attention ranks, as vLLM runs attention DP. A plan that needs
+    splits them EP4 with the attention tensor-parallel: under attention DP vLLM's default
+    backend would gather every rank's tokens to every rank (§F7). A plan that needs
     expert parallelism (redundant experts) keeps EP at a small batch, and says its figures are
     EP's."""
     from inference_econ.serving.requests import request
@@ -1125,7 +1126,7 @@ def test_a_point_launches_its_experts_as_its_decode_steps_are_priced():
     assert small.expected["tpot_s"] == pytest.approx(point["decode_latency_s"], rel=1e-3)
     assert small.expected["tpot_s"] == pytest.approx(0.00631, rel=2e-3)
     (w,) = api.export("gpt-oss-120b", "H100", batch=256, **kw).workers
-    assert (w.attention_dp, w.expert) == (4, 4)
+    assert (w.attention_dp, w.expert) == (1, 4)
     kept = api.export("DeepSeek-V3", "H200", weight_bits=8, engine="sglang", gpus=8, batch=32,
                       prompt_tokens=1000, output_tokens=100, redundant_experts=32)  # fmt: skip
     assert kept.workers[0].expert == 8

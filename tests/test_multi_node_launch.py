@@ -273,19 +273,20 @@ def test_vllm_data_parallel_ranks_of_pipeline_stages_stay_whole_on_their_nodes()
 
 
 def test_vllm_data_parallel_ranks_larger_than_a_node_are_refused():
-    """DeepSeek-V3 on 16 GB200s (trays of 4) at batch 8 plans two attention-DP ranks of TP8:
-    vLLM 0.11 runs each rank on one node, so the export says so and names the engines whose
-    copies span nodes (SGLang exports the same plan)."""
+    """DeepSeek-V3 on 16 GB200s (trays of 4) at batch 8: SGLang's plan is two attention-DP
+    ranks of TP8, launched as one node rank a tray. The same layout with its experts over all
+    16 GPUs under vLLM 0.11, which runs each rank on one node: the export says so and names
+    the engines whose copies span nodes."""
     plan = api.export(
-        "DeepSeek-V3", "GB200", engine="vllm", gpus=16, batch=8, weight_bits=8,
+        "DeepSeek-V3", "GB200", engine="sglang", gpus=16, batch=8, weight_bits=8,
         prompt_tokens=2000, output_tokens=500,
     )  # fmt: skip
     (w,) = plan.workers
     assert (w.attention_dp, w.tensor // w.attention_dp) == (2, 8)
+    assert sum(c.argv[0] == "python" for c in ec.commands(plan)) == 4  # a node rank each
+    vllm = dataclasses.replace(plan, engine="vllm", workers=(dataclasses.replace(w, expert=16),))
     with pytest.raises(SpecError, match="do not split over 4 nodes of 4 GPUs.*sglang or trtllm"):
-        bundle.render(plan)
-    sglang = dataclasses.replace(plan, engine="sglang")
-    assert sum(c.argv[0] == "python" for c in ec.commands(sglang)) == 4  # a node rank each
+        bundle.render(vllm)
 
 
 def test_a_checkpoint_that_looks_like_an_address_stays_its_own_word(tmp_path):

@@ -187,10 +187,10 @@ def test_tensorrt_llm_dispatches_block_scaled_fp8_experts_tokens_unquantised():
     """DeepSeek-R1's block-scaled FP8 experts on 8 H200 as DEP8, 128 tokens a rank:
     TensorRT-LLM's fused MoE quantises the activations inside its kernel, after the exchange,
     so its all-gather (Hopper's exchange under its strategy, §F7) carries every token's d
-    elements in BF16, where SGLang's and vLLM's DeepEP dispatch carries each token's k copies
-    in FP8 with one 4-byte scale per 128 values (d·k/t·(1 + 4/128)), and the ideal bound a copy
-    a destination rank in that format;
-    the combine is BF16 under every engine (TensorRT-LLM's reduce-scatter d a token)."""
+    elements in BF16, and so does vLLM's default all-gather (its MoE quantises after it),
+    where SGLang's DeepEP dispatch carries each token's k copies in FP8 with one 4-byte scale
+    per 128 values (d·k/t·(1 + 4/128)), and the ideal bound a copy a destination rank in that
+    format; the combine is BF16 under every engine (a reduce-scatter d a token)."""
     arch, gpu = ie.load_model("DeepSeek-R1"), ie.load_hardware("H200")
     d, k = arch.d_model, 8
 
@@ -205,7 +205,7 @@ def test_tensorrt_llm_dispatches_block_scaled_fp8_experts_tokens_unquantised():
     for preset, sent, combined in (
         (ACHIEVABLE.replace(engine="trtllm"), d * 2.0, d * 2.0),
         (ACHIEVABLE.replace(engine="sglang"), fp8, d * k / 8 * 2.0),
-        (ACHIEVABLE.replace(engine="vllm"), fp8, d * k / 8 * 2.0),
+        (ACHIEVABLE.replace(engine="vllm"), d * 2.0, d * 2.0),  # its default: gathered BF16
         (REFINED, fp8 * ranks / k, d * ranks / 8 * 2.0),  # a copy a destination rank
     ):
         dispatch, combine = calls(preset)
@@ -272,7 +272,7 @@ def test_tensorrt_llm_before_1_2_gathers_tokens_up_to_the_top_k(tmp_path):
     DEP8 on 8 B200 under TensorRT-LLM 1.0, 42,391 output tok/s at 1,000/1,000 (the 1.0
     performance overview, tests/data/benchmarks_train.csv)."""
     by_version = {v: select_engine("trtllm", v, "cuda") for v in ("1.0", "1.1.0rc2", "1.2", None)}
-    assert [p.one_sided_exchange_above_top_k for p in by_version.values()] == [1, 1, 0, 0]
+    assert [p.one_sided_exchange for p in by_version.values()] == [1, 1, 2, 2]
     assert by_version["1.2"] is by_version[None]  # a version not stated runs the newest rules
 
     def names(model_name, version):
@@ -299,6 +299,35 @@ def test_tensorrt_llm_before_1_2_gathers_tokens_up_to_the_top_k(tmp_path):
     }
     assert at["1.0"] == pytest.approx(45_551, rel=0.02)  # +7.5 % of measured; +20.5 % at 1.2
     assert at["1.2"] > 1.1 * at["1.0"]
+
+
+def test_vllm_gathers_under_data_parallelism_unless_it_overlaps_two_batches():
+    """vLLM's default --all2all-backend, allgather_reducescatter: DeepSeek-R1 as DEP8 on 8
+    B200 at 128 sequences a rank all-gathers every rank's BF16 hidden states (d a token over
+    the 8 ranks' 1,024 tokens) and reduce-scatters the output; attention tensor-parallel (TEP8)
+    it exchanges nothing and one all-reduce combines. With two micro-batches a step (--enable-dbo,
+    which needs a DeepEP backend) it dispatches as §B11's all-to-all."""
+    arch, gpu = ie.load_model("DeepSeek-R1"), ie.load_hardware("B200")
+    d = arch.d_model
+
+    def exchange(adiv, **changes):
+        a = ACHIEVABLE.replace(engine="vllm", **changes)
+        model = StepModel(compile_workload(arch, a), gpu, a)
+        part = model.pipeline_part(8.0, 1024.0, 1.0, 0.0, 1.0)
+        calls = model.attention_calls(part, adiv, False) + part.shared_calls
+        return [c for c in calls if "expert" in c.what]
+
+    gather, scatter = exchange(8.0)
+    assert (gather.what, scatter.what) == (
+        "expert dispatch (all-gather)",
+        "expert combine (reduce-scatter)",
+    )
+    assert float(gather.bytes_per_token) == float(scatter.bytes_per_token) == d * 2.0
+    assert float(gather.tokens) == 1024.0
+    (reduce,) = exchange(1.0)
+    assert reduce.what == "all-reduce (expert combine)"
+    names = {c.what for c in exchange(8.0, two_batch_overlap=True)}
+    assert names == {"expert dispatch", "expert combine"}
 
 
 # --- §B12: pipeline bubbles ----------------------------------------------------------------

@@ -281,16 +281,18 @@ class StepCalls:
         )
         #: Whether the MoE groups' tokens move as the engine's communication strategy picks
         #: them for the attention divisor (``expert_exchange``) rather than by §B11's
-        #: all-to-all on every layout (``all_to_all``, part of the pipeline part).
+        #: all-to-all on every layout (``all_to_all``, part of the pipeline part). Two
+        #: micro-batches a step run over DeepEP's all-to-all (vLLM's --enable-dbo needs a
+        #: DeepEP backend; SGLang's overlap runs on it), so they take §B11's.
         self.exchange_by_method = bool(
             profile is not None
             and profile.expert_exchange_by_method
+            and not assumptions.two_batch_overlap
             and any(g.experts > 1 for g in work.groups)
         )
-        #: Whether the one-sided all-to-all runs only above a token's top-k (§F7).
-        self.one_sided_above_top_k = bool(
-            profile is not None and profile.one_sided_exchange_above_top_k
-        )
+        #: Where the engine runs the one-sided all-to-all (``one_sided_exchange``, §F7): 2 at
+        #: any expert degree, 1 above a token's top-k, 0 never.
+        self.one_sided_rule = int(profile.one_sided_exchange) if profile is not None else 2
 
     def vocabulary_replica_bytes(self, adiv, params):
         """Bytes of ``params`` weights of the embedding table or output head held (or read)
@@ -446,7 +448,9 @@ class StepCalls:
         calls = g.layers if calls is None else calls
         nodes = np.ceil(e / m.node_gpus)
         cost = cache.get(("gather", gi), lambda: m.collective(e, nodes, ALLTOALL))
-        dispatch = self._dispatch_bytes()
+        profile = self.assumptions.profile()
+        quantised = profile is None or profile.gathered_tokens_quantised
+        dispatch = self._dispatch_bytes() if quantised else w.bytes_per_activation
         group = (e, nodes)
         return [
             cache.calls(
@@ -465,9 +469,9 @@ class StepCalls:
         ``adiv``; empty without it (``all_to_all`` is then part of the pipeline part). With
         attention data parallelism (``adiv`` > 1) the NVLink one-sided all-to-all, one copy
         per destination rank, where the GPU has it (``_one_sided``), the expert ranks share
-        one NVLink domain and the experts are not tensor-split (and, where the profile says
-        ``one_sided_exchange_above_top_k``, number more than a token's top-k), else an
-        all-gather and a reduce-scatter over the stage's t ranks
+        one NVLink domain and the experts are not tensor-split (and where the profile's
+        ``one_sided_exchange`` allows it: at any degree, above a token's top-k, or never), else
+        an all-gather and a reduce-scatter over the stage's t ranks
         (``AllGatherReduceScatter``; "AlltoAll cannot support MoE TP"). Without it no
         exchange: every rank holds every token and one all-reduce of the combined output
         over the e expert ranks sums the experts' shares. Arrays of layouts take each by
@@ -486,8 +490,8 @@ class StepCalls:
             e, t_ff = self.split(gi, g, b, t, tokens, cache)
             one_domain = np.asarray(e) <= self.machine.node_gpus  # MNNVL across every rank
             a2a = spread & self._one_sided() & (np.asarray(t_ff) <= 1.0) & one_domain
-            if self.one_sided_above_top_k:  # TensorRT-LLM before 1.2 (§F7)
-                a2a = a2a & (np.asarray(e) > g.active)
+            if self.one_sided_rule < 2:  # TensorRT-LLM before 1.2 above the top-k; vLLM never
+                a2a = a2a & (np.asarray(e) > g.active) & (self.one_sided_rule > 0)
             calls: list = []
             if np.any(a2a):
                 calls += self.all_to_all(gi, g, e, t, tokens, keyed, True, _count(g, a2a, adiv))

@@ -142,7 +142,8 @@ class EngineProfile:
     expert_routing_skew: float = 1.0
     block_fp8_dispatch_quantised: int = 1
     expert_exchange_by_method: int = 0
-    one_sided_exchange_above_top_k: int = 0
+    one_sided_exchange: int = 2
+    gathered_tokens_quantised: int = 1
     kv_cache_memory_fraction: float = 0.9
     kv_cache_fraction_of: FractionOf = "free"
     activation_workspace_bytes_per_gpu: float = 2e9

@@ -234,13 +234,24 @@ TERMS: tuple[Term, ...] = (
         integer=True,
     ),
     Term(
-        "one_sided_exchange_above_top_k",
+        "one_sided_exchange",
+        "0, 1 or 2",
+        0,
+        2,
+        "where an exchange by method runs the NVLink one-sided all-to-all under attention "
+        "data parallelism (§F7): 2 at any expert degree (TensorRT-LLM 1.2 on), 1 only where "
+        "the degree exceeds a token's top-k (TensorRT-LLM before 1.2), 0 never (an all-gather "
+        "and a reduce-scatter: vLLM's default backend)",
+        integer=True,
+    ),
+    Term(
+        "gathered_tokens_quantised",
         "0 or 1",
         0,
         1,
-        "1: the NVLink one-sided all-to-all of an exchange by method only where the expert "
-        "degree exceeds a token's top-k, an all-gather and a reduce-scatter at or below it "
-        "(TensorRT-LLM before 1.2); 0: at any degree (§F7)",
+        "1: an exchange by all-gather carries the tokens in the expert GEMMs' input format "
+        "(TensorRT-LLM quantises before it); 0: in the activations' (vLLM's all-gather runs "
+        "before its MoE quantises, §F7)",
         integer=True,
     ),
     Term(
@@ -342,7 +353,7 @@ def version_terms(value: Any, source: str) -> tuple[tuple[str, tuple[tuple[str, 
             source,
             "version_terms",
             f"expected a list, got {value!r}",
-            'e.g. [{versions: "<1.2", one_sided_exchange_above_top_k: 1}]',
+            'e.g. [{versions: "<1.2", one_sided_exchange: 1}]',
         )
     out = []
     for i, entry in enumerate(value):
