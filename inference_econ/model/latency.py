@@ -158,6 +158,12 @@ class StepModel:
         self.work = work
         self.companion = companion
         self.companion_copies = companion_copies if companion is not None else 0
+        #: What the model is made of (its arguments): two models of equal ``inputs`` give the
+        #: same latencies, so a search keys the passes it keeps by them (``optimiser``).
+        self.inputs = (
+            work, gpu, assumptions, integer_layouts, expert_parallel_by_tokens, companion,
+            self.companion_copies,
+        )  # fmt: skip
         #: Layout features the engine runs for this model (§F11; every one without a profile).
         profile = assumptions.profile()
         self.features = (
