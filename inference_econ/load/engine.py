@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InfeasibleError, SpecError, short
-from ..model.latency import StepModel, experts_placement, prefill_step_model
+from ..model.latency import StepModel, experts_placement, model_inputs, prefill_step_model
 from ..model.mixed_step import (
     EngineLayout,
     StepTable,
@@ -704,10 +704,10 @@ _STEP_TABLES_LOCK = threading.Lock()
 
 def step_table(model: StepModel, layout: EngineLayout, max_tokens, prompt) -> StepTable:
     """``StepTable(model, layout, max_tokens, prompt)``, the last few kept by the model's
-    ``inputs``: a table depends on them alone, and the searches of a plan, the rows of a
-    measured file and the commands of one process build the same instance again (a table is
-    only read; ``with_graphs``, ``slowed`` and ``at_prompt`` make copies)."""
-    key = (model.inputs, layout, int(max_tokens), prompt)
+    inputs (``model_inputs``): a table depends on them alone, and the searches of a plan, the
+    rows of a measured file and the commands of one process build the same instance again (a
+    table is only read; ``with_graphs``, ``slowed`` and ``at_prompt`` make copies)."""
+    key = (model_inputs(model), layout, int(max_tokens), prompt)
     with _STEP_TABLES_LOCK:
         table = _STEP_TABLES.get(key)
         if table is not None:

@@ -158,12 +158,6 @@ class StepModel:
         self.work = work
         self.companion = companion
         self.companion_copies = companion_copies if companion is not None else 0
-        #: What the model is made of (its arguments): two models of equal ``inputs`` give the
-        #: same latencies, so a search keys the passes it keeps by them (``optimiser``).
-        self.inputs = (
-            work, gpu, assumptions, integer_layouts, expert_parallel_by_tokens, companion,
-            self.companion_copies,
-        )  # fmt: skip
         #: Layout features the engine runs for this model (§F11; every one without a profile).
         profile = assumptions.profile()
         self.features = (
@@ -604,6 +598,18 @@ def ff_context_s(m: Machine, work: Workload, ff_flop, ctx_flop, N, B, S):
     if m.attention_flop_per_s == m.flop_per_s:
         return (ff_flop + ctx_flop) / (N * m.flop_per_s)
     return ff_flop / (N * m.flop_per_s) + ctx_flop / (N * m.attention_flop_per_s)
+
+
+def model_inputs(model: StepModel) -> tuple:
+    """What a step model is made of: its workload, GPU, assumptions (as its engine runs them),
+    layout rule, expert split, companion and layout features. Models of equal inputs give the
+    same latencies, so the passes and step tables kept by searches are keyed by them
+    (``optimiser.model_passes``, ``engine.step_table``)."""
+    machine = model.machine
+    return (
+        model.work, machine.gpu, model.assumptions, machine.integer_layouts,
+        model.expert_parallel_by_tokens, model.companion, model.companion_copies, model.features,
+    )  # fmt: skip
 
 
 def engine_layouts(assumptions: Assumptions, features) -> Assumptions:

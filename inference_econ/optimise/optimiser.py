@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import SpecError
 from ..model.economics import priced_grid
+from ..model.latency import model_inputs
 from ..model.layouts import Layout, best_latency
 from ..serving.decode import Decoder
 from ..serving.setting import Setting, whole_batch_kv_note
@@ -308,14 +309,14 @@ MODEL_PASS_CACHE_SIZE = 64
 def model_passes(model, axes: tuple, S_values) -> list:
     """``grid_latency`` of a step model at each tokens per pass of ``S_values`` on ``axes``
     (GPU counts, batches, context, pipeline), each pass kept in ``_PASSES`` by the model's
-    ``inputs``: a pass depends on the model and the grid alone, so settings that share a
-    model share it (a target with and without a draft, or with one draft and another: ``reproduce
-    all`` searches a model's plain frontier and its speculative ones). The passes not kept are
-    computed together; each is the same bit for bit as computed with any other tokens per pass
-    (tests/test_search_exact.py)."""
+    inputs (``model_inputs``): a pass depends on the model and the grid alone, so settings
+    that share a model share it (a target with and without a draft, or with one draft and
+    another: ``reproduce all`` searches a model's plain frontier and its speculative ones).
+    The passes not kept are computed together; each is the same bit for bit as computed with
+    any other tokens per pass (tests/test_search_exact.py)."""
     n_values, b_values, context, pipeline = axes
     grid = (np.asarray(n_values).tobytes(), np.asarray(b_values).tobytes(), context, pipeline)
-    keys = {S: ("model", model.inputs, grid, S) for S in S_values}
+    keys = {S: ("model", model_inputs(model), grid, S) for S in S_values}
     with _PASS_LOCK:
         found = {S: _PASSES[k] for S, k in keys.items() if k in _PASSES}
         for S in found:
