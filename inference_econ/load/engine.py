@@ -10,16 +10,18 @@ the load outgrows every layout, the one that serves the most requests per second
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import math
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import InfeasibleError, SpecError, short
-from ..model.latency import StepModel, experts_placement, prefill_step_model
+from ..model.latency import StepModel, experts_placement, model_inputs, prefill_step_model
 from ..model.mixed_step import (
     EngineLayout,
     StepTable,
@@ -693,6 +695,37 @@ def _check_table(setting: Setting, gpus: int, layout: EngineLayout, model, max_t
     )
 
 
+#: Step tables kept for the instances built next (``step_table``): at most this many, of at
+#: most this many entries in all (about 130 bytes an entry: ~34 MB).
+STEP_TABLES_KEPT, STEP_TABLE_ENTRIES_KEPT = 16, 1 << 18
+_STEP_TABLES: collections.OrderedDict = collections.OrderedDict()
+_STEP_TABLES_LOCK = threading.Lock()
+
+
+def step_table(model: StepModel, layout: EngineLayout, max_tokens, prompt) -> StepTable:
+    """``StepTable(model, layout, max_tokens, prompt)``, the last few kept by the model's
+    inputs (``model_inputs``): a table depends on them alone, and the searches of a plan, the
+    rows of a measured file and the commands of one process build the same instance again (a
+    table is only read; ``with_graphs``, ``slowed`` and ``at_prompt`` make copies)."""
+    key = (model_inputs(model), layout, int(max_tokens), prompt)
+    with _STEP_TABLES_LOCK:
+        table = _STEP_TABLES.get(key)
+        if table is not None:
+            _STEP_TABLES.move_to_end(key)
+            return table
+    table = StepTable(model, layout, max_tokens, prompt)
+    size = len(table.fixed_s)
+    if size > STEP_TABLE_ENTRIES_KEPT // 4:  # a large table is not kept
+        return table
+    with _STEP_TABLES_LOCK:
+        _STEP_TABLES[key] = table
+        while len(_STEP_TABLES) > STEP_TABLES_KEPT or (
+            sum(len(t.fixed_s) for t in _STEP_TABLES.values()) > STEP_TABLE_ENTRIES_KEPT
+        ):
+            _STEP_TABLES.popitem(last=False)
+    return table
+
+
 def build_instance(
     setting: Setting,
     gpus: int,
@@ -716,7 +749,7 @@ def build_instance(
     _check_table(setting, gpus, layout, search.model, max_tokens)
     # the kernel clock reads its prompt attention at the offered prompt (``StepTable.at_prompt``)
     prompt = load.prompt_tokens if 0.0 < load.prompt_tokens < math.inf else None
-    table = StepTable(search.model, layout, max_tokens, prompt)
+    table = step_table(search.model, layout, max_tokens, prompt)
     if config.graph_batch_sizes:  # decode-only steps padded to the CUDA graph they replay
         ranks = max(int(round(layout.attention_divisor)), 1)
         table = with_graphs(table, config.captured_graphs(ranks), ranks)

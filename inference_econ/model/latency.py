@@ -600,6 +600,18 @@ def ff_context_s(m: Machine, work: Workload, ff_flop, ctx_flop, N, B, S):
     return ff_flop / (N * m.flop_per_s) + ctx_flop / (N * m.attention_flop_per_s)
 
 
+def model_inputs(model: StepModel) -> tuple:
+    """What a step model is made of: its workload, GPU, assumptions (as its engine runs them),
+    layout rule, expert split, companion and layout features. Models of equal inputs give the
+    same latencies, so the passes and step tables kept by searches are keyed by them
+    (``optimiser.model_passes``, ``engine.step_table``)."""
+    machine = model.machine
+    return (
+        model.work, machine.gpu, model.assumptions, machine.integer_layouts,
+        model.expert_parallel_by_tokens, model.companion, model.companion_copies, model.features,
+    )  # fmt: skip
+
+
 def engine_layouts(assumptions: Assumptions, features) -> Assumptions:
     """The assumptions searched under an engine that runs only ``features`` (§F11): one
     pipeline degree without "pipeline", one attention divisor without "attention_data" (two,

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import SpecError
 from ..model.economics import priced_grid
+from ..model.latency import model_inputs
 from ..model.layouts import Layout, best_latency
 from ..serving.decode import Decoder
 from ..serving.setting import Setting, whole_batch_kv_note
@@ -195,23 +196,27 @@ class Problem:
             if key in _PASSES:
                 _PASSES.move_to_end(key)
                 return _PASSES[key]
-        passes = self._pass_latencies(n_values, b_values)
+        passes = self._pass_latencies(n_values, b_values, True)  # kept: ``model_passes``
         for part in passes:
             for arr in (part or {}).values():
                 if isinstance(arr, np.ndarray):
                     arr.flags.writeable = False
         with _PASS_LOCK:
             _PASSES[key] = passes
-            while len(_PASSES) > PASS_CACHE_SIZE:
-                _PASSES.popitem(last=False)
+            _trim_passes()
         return passes
 
-    def _pass_latencies(self, n_values, b_values):
+    def _pass_latencies(self, n_values, b_values, kept: bool = False):
+        """``pass_latencies`` computed; with ``kept``, each pass of a step model without a
+        TTFT limit is read from the passes kept (``model_passes``) where it is there."""
         s, d = self.setting, self.decoder
         gammas = d.gamma_values()
         limited = self.ttft_limited
 
         def run(model, S_values, per_layout=None, budgets=None):
+            if kept and per_layout is None:
+                axes = (n_values, b_values, s.context_tokens, s.pipeline)
+                return model_passes(model, axes, S_values)
             return grid_latency(
                 model,
                 n_values,
@@ -294,6 +299,46 @@ class Problem:
 PASS_CACHE_SIZE = 4
 _PASSES: collections.OrderedDict = collections.OrderedDict()
 _PASS_LOCK = threading.Lock()
+
+
+#: Passes of one step model kept at most (``model_passes``; a 400 x 400 pass is 640 kB), besides
+#: the ``PASS_CACHE_SIZE`` settings' passes.
+MODEL_PASS_CACHE_SIZE = 64
+
+
+def model_passes(model, axes: tuple, S_values) -> list:
+    """``grid_latency`` of a step model at each tokens per pass of ``S_values`` on ``axes``
+    (GPU counts, batches, context, pipeline), each pass kept in ``_PASSES`` by the model's
+    inputs (``model_inputs``): a pass depends on the model and the grid alone, so settings
+    that share a model share it (a target with and without a draft, or with one draft and
+    another: ``reproduce all`` searches a model's plain frontier and its speculative ones).
+    The passes not kept are computed together; each is the same bit for bit as computed with
+    any other tokens per pass (tests/test_search_exact.py)."""
+    n_values, b_values, context, pipeline = axes
+    grid = (np.asarray(n_values).tobytes(), np.asarray(b_values).tobytes(), context, pipeline)
+    keys = {S: ("model", model_inputs(model), grid, S) for S in S_values}
+    with _PASS_LOCK:
+        found = {S: _PASSES[k] for S, k in keys.items() if k in _PASSES}
+        for S in found:
+            _PASSES.move_to_end(keys[S])
+    missing = [S for S in S_values if S not in found]
+    if missing:
+        lats = grid_latency(model, n_values, b_values, missing, context, pipeline, _executor())
+        with _PASS_LOCK:
+            for S, lat in zip(missing, lats):
+                lat.flags.writeable = False
+                found[S] = _PASSES[keys[S]] = lat
+            _trim_passes()
+    return [found[S] for S in S_values]
+
+
+def _trim_passes() -> None:
+    """Forget the oldest passes kept past ``PASS_CACHE_SIZE`` settings' and
+    ``MODEL_PASS_CACHE_SIZE`` step models' (with ``_PASS_LOCK`` held)."""
+    for kind, size in ((False, PASS_CACHE_SIZE), (True, MODEL_PASS_CACHE_SIZE)):
+        keys = [k for k in _PASSES if (k[0] == "model") == kind]
+        for k in keys[: max(len(keys) - size, 0)]:
+            del _PASSES[k]
 
 
 def _pass_setting(setting: Setting) -> Setting:

@@ -138,9 +138,18 @@ class ClassTable:
     models: dict = field(default_factory=dict)
     #: kind -> the factor its pooled band is widened by (absent: the kind's ``widening``)
     pooled_widening: dict = field(default_factory=dict)
+    #: Each class's ``support``, kept once found: it depends on the table and the class alone
+    #: (a table is only read), and a frontier's intervals ask for a few classes many times.
+    _supports: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def support(self, cls: CalibrationClass) -> Support:
         """The class's support and band (``rule`` in the module docstring)."""
+        found = self._supports.get(cls)
+        if found is None:
+            found = self._supports[cls] = self._support(cls)
+        return found
+
+    def _support(self, cls: CalibrationClass) -> Support:
         key = cls.key()
         rows = int(self.counts.get(key, 0))
         own = self.bands.get(key)
