@@ -1,11 +1,20 @@
 """SGLang's DeepEP dispatch and combine as AIConfigurator timed them (``kernels/<gpu>/sglang-*/
 deepep_*.csv.gz``) against the ideal bound's charge (``refined``, §B11) and SGLang's step
-(``achievable`` with ``--engine sglang``): for each GPU, kernel (low-latency: decode steps of
+(``achievable`` with ``--engine sglang``; ``deepep``: the same with ``deepep_exchange``, as
+its DeepEP launches and two-batch overlap run): for each GPU, kernel (low-latency: decode steps of
 ``num_token`` sequences a rank; normal: prefill passes of that many tokens a rank, the fastest
 of its SM settings) and shape a catalogue model has, the median and largest of charged over
 measured, and by node count. A bound's largest must stay below 1.
 
     PYTHONPATH=. python benchmarks/deepep_exchange.py [--by-nodes]
+    PYTHONPATH=. python benchmarks/deepep_exchange.py --fit [--write kernels/deepep_exchange.yaml]
+
+``--fit`` fits each part's in-node rows (every shape, both directions, the fastest setting of
+each size) with one line a kernel, time = latency + bytes / (efficiency x the links' rate):
+the bytes the engine step charges (a token's k copies of d elements, FP8 with its scales
+dispatched, BF16 combined; ``efficiency`` takes the normal kernels' copy a destination rank),
+at the seconds a byte the step's expert all-to-all takes inside one domain at full rate;
+least squares in log time. ``--write`` writes the lines the engine step reads.
 """
 
 from __future__ import annotations
@@ -78,17 +87,119 @@ def ratios(model_name, gpu, preset, kernel, measured) -> list:
     return out
 
 
+def fit_lines() -> dict:
+    """(latency seconds, efficiency, rows, median and largest |error|) of each part's kernels
+    inside one node (``--fit``)."""
+    import numpy as np
+    from scipy.optimize import least_squares
+
+    import inference_econ as ie
+    from inference_econ.model.collectives import (
+        EXPERT_ALLTOALL,
+        OUTSIDE_DOMAIN_S,
+        CollectiveCost,
+        Protocol,
+    )
+    from inference_econ.specs.kernel_tables import kernel_table
+
+    unit = (Protocol("full rate", 1.0, 0.0, OUTSIDE_DOMAIN_S, 0.0),)
+    out: dict = {}
+    for gpu, folder, release in GPUS:
+        per_byte = CollectiveCost(8.0, 1.0, ie.load_hardware(gpu), EXPERT_ALLTOALL, unit).per_byte[
+            0
+        ]
+        for kernel, times in KERNELS:
+            table = kernel_table(folder, kernel, f"sglang-{release}")
+            keep = table["node_num"] == 1
+            if "device" in table.names:
+                keep &= np.char.find(table["device"].astype(str), gpu.split("-")[0]) >= 0
+            best: dict = {}
+            for i in np.flatnonzero(keep):
+                key = tuple(int(table[c][i]) for c in ("hidden_size", "num_topk", "num_token"))
+                got = (float(table[times[0]][i]), float(table[times[1]][i]))
+                best[key] = tuple(map(min, zip(best.get(key, got), got)))
+            if not best:
+                continue
+            full, measured = [], []
+            for (d, k, n), (dispatch, combine) in best.items():
+                for element, us in ((1.0 + 4.0 / 128.0, dispatch), (2.0, combine)):
+                    full.append(n * k * d * element * per_byte)
+                    measured.append(us * 1e-6)
+            x, y = np.array(full), np.array(measured)
+
+            def residual(p, x=x, y=y):
+                return np.log(p[0] + x / p[1]) - np.log(y)
+
+            fit = least_squares(residual, [1e-5, 0.5], bounds=([0.0, 0.01], [1e-2, 4.0]))
+            err = np.abs(np.exp(residual(fit.x)) - 1.0)
+            row = (
+                float(fit.x[0]),
+                float(fit.x[1]),
+                len(y),
+                float(np.median(err)),
+                float(err.max()),
+            )
+            out.setdefault(folder, {})[kernel.removeprefix("deepep_")] = row
+    return out
+
+
+def write_lines(lines: dict, path: Path) -> None:
+    """The fitted lines as kernels/deepep_exchange.yaml (its header says where they come from)."""
+    text = [
+        "# DeepEP's expert dispatch and combine inside one node (8 ranks), as one line a kernel:",
+        "# time = latency_s + bytes / (efficiency x the links' one-way rate), bytes as the engine",
+        "# step charges them (a token's k copies of d elements: FP8 with one 4-byte scale per 128",
+        "# dispatched, BF16 combined; the normal kernels send a copy a destination rank, which",
+        "# their efficiency takes in). Least squares in log time over every in-node row of each",
+        "# part's tables (each size's fastest SM setting, both directions): NVIDIA AIConfigurator's",
+        "# DeepEP tables (github.com/ai-dynamo/aiconfigurator at",
+        "# 095f58a51c4ca8e61b66ec108d86f223f8d559ce, .../systems/data/<gpu>/comm/sglang/<release>/",
+        "# wideep_deepep_{ll,normal}_perf.parquet; Apache-2.0, kernels/LICENSE-aiconfigurator), as",
+        "# shipped in kernels/<gpu>/sglang-<release>/. Written by 'PYTHONPATH=. python",
+        "# benchmarks/deepep_exchange.py --fit --write kernels/deepep_exchange.yaml': rerun it",
+        "# rather than edit. rows: the calls fitted; error: median and largest |fitted/measured - 1|.",
+        "lines:",
+    ]
+    for folder, kernels in lines.items():
+        text.append(f"  {folder}:")
+        for kernel, (latency, share, rows, median, worst) in kernels.items():
+            text.append(
+                f"    {kernel}: {{latency_s: {latency:.4g}, efficiency: {share:.4g}}}"
+                f"   # {rows} rows, error {median:.3f} / {worst:.3f}"
+            )
+    path.write_text("\n".join(text) + "\n")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--by-nodes", action="store_true", help="also each node count's line")
+    parser.add_argument("--fit", action="store_true", help="fit the in-node lines")
+    parser.add_argument("--write", type=Path, help="with --fit: write them here")
     args = parser.parse_args(argv)
+    if args.fit:
+        lines = fit_lines()
+        for folder, kernels in lines.items():
+            for kernel, (latency, share, rows, median, worst) in kernels.items():
+                print(f"{folder:9s} {kernel:12s} latency {latency * 1e6:6.1f} us  efficiency "
+                      f"{share:.3f}  {rows:4d} rows  |error| median {median:.3f} max {worst:.3f}")  # fmt: skip
+        if args.write:
+            write_lines(lines, args.write)
+            print(f"wrote {args.write}")
+        return 0
     import numpy as np
 
     from inference_econ.model.assumptions import ACHIEVABLE, REFINED
     from inference_econ.specs.kernel_tables import kernel_table
 
     start = time.process_time()
-    presets = (("bound", REFINED), ("sglang", ACHIEVABLE.replace(engine="sglang")))
+    from inference_econ.specs.engine import load_engine
+
+    deepep = load_engine("sglang").with_terms(deepep_exchange=1)  # as its DeepEP launches run
+    presets = (
+        ("bound", REFINED),
+        ("sglang", ACHIEVABLE.replace(engine="sglang")),
+        ("deepep", ACHIEVABLE.replace(engine=deepep)),
+    )
     print(f"{'GPU':9s} {'kernel':19s} {'model':17s} {'rows':>4s}  " + "  ".join(
         f"{n} median/max" for n, _ in presets))  # fmt: skip
     worst = 0.0

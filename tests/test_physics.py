@@ -121,7 +121,7 @@ def test_expert_all_to_all_reproduces_deepep(preset):
     assert flat[1] == pytest.approx(flat[0], rel=0.05)
 
 
-def _deepep_ratios(gpu, folder, release):
+def _deepep_ratios(gpu, folder, release, presets=None):
     """The ideal bound's (refined) and SGLang's dispatch and combine over the measured times
     of SGLang's DeepEP kernels (kernels/<gpu>/sglang-<release>/, AIConfigurator's tables) at
     DeepSeek-R1's shape (hidden 7,168, top 8 of 256; 8 ranks a node): the low-latency kernels
@@ -131,7 +131,8 @@ def _deepep_ratios(gpu, folder, release):
 
     arch, part = ie.load_model("DeepSeek-R1"), ie.load_hardware(gpu)
     out = {}
-    for name, preset in (("refined", REFINED), ("sglang", ACHIEVABLE.replace(engine="sglang"))):
+    presets = presets or (("refined", REFINED), ("sglang", ACHIEVABLE.replace(engine="sglang")))
+    for name, preset in presets:
         preset = stated_experts(preset, True)  # DeepEP runs at every size: experts split
         decode = StepModel(compile_workload(arch, preset), part, preset)
         prefill = prefill_step_model(arch, part, preset)
@@ -181,6 +182,43 @@ def test_the_ideal_expert_exchange_is_below_deepeps_measured_kernels():
         [r[3:] for r in sglang if r[0] == "deepep_low_latency" and r[1] > 1 and 8 <= r[2] <= 256]
     )
     assert len(across) == 3 * 11 and across.min() > 0.85 and across.max() < 1.17
+
+
+def test_deepeps_own_kernels_are_charged_at_their_measured_line_inside_a_node():
+    """An engine whose expert all-to-all runs DeepEP's kernels (``deepep_exchange``: SGLang's
+    DeepEP launches; any engine's two micro-batches a step) is charged inside one node at the
+    line kernels/deepep_exchange.yaml fits to AIConfigurator's tables: on B200, DeepSeek-R1's
+    low-latency and normal kernels within 0.85-1.15 of measured at the median and 1.7 at most,
+    where NCCL's protocols charged 0.25-0.56 at the median; across nodes (H200) NCCL's
+    protocols still price it, as measured within 0.85-1.17."""
+    deepep = load_engine("sglang").with_terms(deepep_exchange=1)
+    presets = (
+        ("plain", ACHIEVABLE.replace(engine="sglang")),
+        ("deepep", ACHIEVABLE.replace(engine=deepep)),
+    )
+    found = _deepep_ratios("B200", "b200_sxm", "0.5.12", presets)
+    for kernel in ("deepep_low_latency", "deepep_normal"):
+        plain = np.array([r[3:] for r in found["plain"] if r[0] == kernel])
+        line = np.array([r[3:] for r in found["deepep"] if r[0] == kernel])
+        assert np.median(plain) < 0.6, (kernel, np.median(plain))
+        assert 0.85 < np.median(line) < 1.15 and line.max() < 1.7, (kernel, np.median(line))
+    across = _deepep_ratios("H200", "h200_sxm", "0.5.6.post2", presets)["deepep"]
+    ll = np.array(
+        [r[3:] for r in across if r[0] == "deepep_low_latency" and r[1] > 1 and r[2] >= 8]
+    )
+    assert ll.min() > 0.85 and ll.max() < 1.17
+    # two micro-batches a step run over DeepEP: the plain profile's in-node dispatch then
+    # takes the line (DeepSeek-R1, 8 B200, 128 tokens a rank: 33.7 against 23.3 µs)
+    arch, gpu = ie.load_model("DeepSeek-R1"), ie.load_hardware("B200")
+    times = []
+    for overlap in (False, True):
+        a = stated_experts(ACHIEVABLE.replace(engine="sglang", two_batch_overlap=overlap), True)
+        model = StepModel(compile_workload(arch, a), gpu, a)
+        dispatch = model.pipeline_part(8.0, 8 * 128.0, 1.0, 0.0, 1.0).shared_calls[0]
+        times.append(float(dispatch.time_s()) / model.work.groups[1].layers)
+    assert times[1] == pytest.approx(33.7e-6, rel=0.01) and times[0] == pytest.approx(
+        23.3e-6, rel=0.01
+    )
 
 
 def test_tensorrt_llm_dispatches_block_scaled_fp8_experts_tokens_unquantised():

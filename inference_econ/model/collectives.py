@@ -13,6 +13,7 @@ torus (a ring per dimension). Across domains every kind uses the NICs as in §A4
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Literal, get_args
@@ -54,6 +55,9 @@ class Protocol:
     #: The most ranks the protocol holds for (a measured line, §B15: as many as its table
     #: measured); a larger group is costed by the other protocols.
     max_ranks: float = math.inf
+    #: Not inside one scale-up domain, where a measured line of the engine's own kernel
+    #: prices the collective instead (``exchange_protocols``).
+    network_only: bool = False
 
 
 #: docs/model.md §A4, the paper's reading of NCCL's tree latencies. They are the tree rows of the
@@ -149,6 +153,17 @@ def one_sided(protocols: tuple[Protocol, ...]) -> Protocol:
         min(p.inter_hop_latency_s for p in library),
         min(p.base_latency_s for p in library),
     )
+
+
+def exchange_protocols(
+    library: tuple[Protocol, ...], latency_s: float, efficiency: float
+) -> tuple[Protocol, ...]:
+    """An engine's expert dispatch or combine where its own kernel was measured (§F7, DeepEP's:
+    kernels/deepep_exchange.yaml): inside one scale-up domain that kernel's line, ``latency_s``
+    a call plus the domain's bytes at ``efficiency`` of the links' rate; across domains the
+    ``library``'s protocols, which its measured calls there follow."""
+    line = Protocol("exchange kernel (measured)", efficiency, 0.0, OUTSIDE_DOMAIN_S, latency_s)
+    return (line, *(dataclasses.replace(p, network_only=True) for p in library))
 
 
 def measured_protocols(gpu: GPU, nvls: bool, profile) -> tuple[Protocol, ...]:
@@ -390,6 +405,8 @@ class CollectiveCost:
             )  # fmt: skip
             if p.max_ranks < math.inf:  # a measured line: not beyond the ranks it was measured on
                 lat = np.where(ranks > p.max_ranks, np.inf, lat).astype(flat)
+            if p.network_only:  # inside one domain the measured line prices it
+                lat = np.where(switch_ok, OUTSIDE_DOMAIN_S, lat).astype(flat)
             if inactive:  # lat is a new array; per_byte may be ``seconds_per_byte`` itself
                 lat = zero_where(lat, idle)
                 per_byte = (

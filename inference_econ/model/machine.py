@@ -17,6 +17,7 @@ from .collectives import (
     CollectiveCost,
     Protocol,
     ceiling_protocols,
+    exchange_protocols,
     measured_protocols,
     one_sided,
     protocols_for,
@@ -173,6 +174,8 @@ class Machine:
     #: kernels (DeepEP, TensorRT-LLM's all-to-all) are its own, not the NCCL calls its profile
     #: measures, so they keep the library's table unscaled; None: ``protocols``.
     expert_protocols: tuple[Protocol, ...] | None = None
+    #: Those of a prefill pass where they differ (DeepEP's normal kernels, §F7); None: the same.
+    expert_prefill_protocols: tuple[Protocol, ...] | None = None
     #: The engine's GEMM kernels on the part at decode batches in the format of the weights
     #: outside the routed experts (§F2 "Weights at small batches, by format"): the fixed
     #: seconds of one kernel and the share of HBM bandwidth its weights stream at (0, 0: not
@@ -271,7 +274,7 @@ class Machine:
             hbm_bandwidth_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s,
             launch_s=0.0,
             protocols=measured_protocols(gpu, assumptions.nvls, profile),
-            expert_protocols=protocols_for("nccl-2.23", False, gpu),
+            **_expert_kernels(gpu, assumptions, profile),
             **rates,
         )
 
@@ -336,14 +339,16 @@ class Machine:
         return ranks, nodes
 
     def collective(
-        self, ranks, nodes, kind=ALLREDUCE, inter_share=None, where=None
+        self, ranks, nodes, kind=ALLREDUCE, inter_share=None, where=None, prefill=False
     ) -> CollectiveCost:
         """The cost structure of one kind of collective over (ranks, nodes) arrays (§A4;
-        ``inter_share`` for the expert all-to-all of §B11; ``where``: the points whose costs
-        matter, as ``CollectiveCost`` takes it, for arrays)."""
+        ``inter_share`` for the expert all-to-all of §B11, ``prefill`` for a prefill pass's;
+        ``where``: the points whose costs matter, as ``CollectiveCost`` takes it, for arrays)."""
         protocols = self.protocols
         if kind == EXPERT_ALLTOALL and self.expert_protocols is not None:
             protocols = self.expert_protocols
+            if prefill and self.expert_prefill_protocols is not None:
+                protocols = self.expert_prefill_protocols
         if np.ndim(ranks) or np.ndim(nodes) or (inter_share is not None and np.ndim(inter_share)):
             return CollectiveCost(
                 ranks, nodes, self.gpu, kind, protocols, self.latency_scale, inter_share, where
@@ -354,6 +359,7 @@ class Machine:
             float(nodes),
             kind,
             None if inter_share is None else float(inter_share),
+            bool(prefill) and protocols is self.expert_prefill_protocols,
         )
         cost = self._collectives.get(key)
         if cost is None:
@@ -376,3 +382,23 @@ def square_split(n):
         root = int(np.ceil(np.sqrt(value) - 1e-9))
         out[n_arr == value] = next(d for d in range(root, value + 1) if value % d == 0)
     return out if out.ndim else float(out)
+
+
+def _expert_kernels(gpu: GPU, assumptions: Assumptions, profile) -> dict:
+    """The expert dispatch and combine's protocols under an engine (§B11, §F7): NCCL 2.23's
+    table unscaled; where the engine runs DeepEP's kernels (``deepep_exchange``, or two
+    micro-batches a step, which run over them) on a part whose tables time them
+    (kernels/deepep_exchange.yaml), their measured line inside one domain, the low-latency
+    kernels' for decode steps and the normal kernels' for prefill passes."""
+    from ..specs.kernel_tables import deepep_exchange_lines, kernel_folder
+
+    library = protocols_for("nccl-2.23", False, gpu)
+    out: dict = {"expert_protocols": library}
+    deepep = profile.deepep_exchange or assumptions.two_batch_overlap
+    folder = kernel_folder(gpu.name) if deepep else None
+    lines = deepep_exchange_lines().get(folder, {}) if folder else {}
+    if "low_latency" in lines:
+        out["expert_protocols"] = exchange_protocols(library, *lines["low_latency"])
+    if "normal" in lines:
+        out["expert_prefill_protocols"] = exchange_protocols(library, *lines["normal"])
+    return out

@@ -389,7 +389,10 @@ class StepCalls:
         if self.by_tokens or ideal:  # a network copy per destination domain, forwarded inside
             share = expert_remote_share(g, nodes) * (k / ranks if per_rank else 1.0)
         a2a = cache.get(
-            ("a2a", gi), lambda: m.collective(e, nodes, EXPERT_ALLTOALL, inter_share=share)
+            ("a2a", gi),
+            lambda: m.collective(
+                e, nodes, EXPERT_ALLTOALL, inter_share=share, prefill=self.by_tokens
+            ),
         )
         dispatch = self._dispatch_bytes()
 

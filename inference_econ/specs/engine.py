@@ -144,6 +144,7 @@ class EngineProfile:
     expert_exchange_by_method: int = 0
     one_sided_exchange: int = 2
     gathered_tokens_quantised: int = 1
+    deepep_exchange: int = 0
     kv_cache_memory_fraction: float = 0.9
     kv_cache_fraction_of: FractionOf = "free"
     activation_workspace_bytes_per_gpu: float = 2e9

@@ -245,6 +245,16 @@ TERMS: tuple[Term, ...] = (
         integer=True,
     ),
     Term(
+        "deepep_exchange",
+        "0 or 1",
+        0,
+        1,
+        "1: the engine's expert all-to-all (§B11) runs DeepEP's kernels, charged inside one "
+        "scale-up domain at their measured line where kernels/deepep_exchange.yaml has the "
+        "part (low-latency kernels for decode steps, normal ones for prompts; §F7)",
+        integer=True,
+    ),
+    Term(
         "gathered_tokens_quantised",
         "0 or 1",
         0,

@@ -46,6 +46,8 @@ ENGINE_CLOCK_FITS = "engine_clock.yaml"
 MOE_ROUTING = "moe_routing.yaml"
 #: The file of the fused MoE's factors for formats with their own kernel (kernels/README.md).
 MOE_FORMATS = "moe_formats.yaml"
+#: The file of DeepEP's measured lines inside one domain, by part and kernel (kernels/README.md).
+DEEPEP_EXCHANGE = "deepep_exchange.yaml"
 #: The fields each kind of table must have (its file's name: ``gemm.csv.gz`` is a GEMM table).
 REQUIRED: dict[str, tuple[str, ...]] = {
     "gemm": ("gemm_dtype", "m", "n", "k", "latency_ms"),
@@ -149,6 +151,27 @@ def moe_routing_table() -> dict[str, Any]:
     from .yamlfile import load_yaml
 
     return load_yaml(_data_file(Path("kernels", MOE_ROUTING), f"kernels/{MOE_ROUTING}"))
+
+
+@lru_cache(maxsize=1)
+def deepep_exchange_lines() -> dict[str, dict[str, tuple[float, float]]]:
+    """DeepEP's dispatch and combine inside one domain as a line, (seconds a call, share of
+    the links' rate), by kernels/ folder and kernel (``low_latency``, ``normal``):
+    kernels/deepep_exchange.yaml, fitted by benchmarks/deepep_exchange.py to the tables."""
+    from .schema import check_number
+    from .yamlfile import load_yaml
+
+    data = load_yaml(_data_file(Path("kernels", DEEPEP_EXCHANGE), f"kernels/{DEEPEP_EXCHANGE}"))
+    where = f"kernels/{DEEPEP_EXCHANGE}"
+    out: dict[str, dict[str, tuple[float, float]]] = {}
+    for folder, kernels in (data.get("lines") or {}).items():
+        for kernel, line in kernels.items():
+            latency = check_number(line.get("latency_s"), where, f"{folder}.{kernel}.latency_s",
+                                   minimum=0.0, maximum=1e-2)  # fmt: skip
+            share = check_number(line.get("efficiency"), where, f"{folder}.{kernel}.efficiency",
+                                 minimum=0.01, maximum=4.0)  # fmt: skip
+            out.setdefault(str(folder), {})[str(kernel)] = (float(latency), float(share))
+    return out
 
 
 @lru_cache(maxsize=1)
