@@ -182,7 +182,7 @@ EFFECTS = {
     "nvls": "NVLS's 25 us latency loses to LL's ~15 us for decode-sized messages",
     "launch_latency_scale": "kernel launches are 1.3 ms of an 80-layer token: halving them speeds the fast end by ~10 %",
     "precision_formats": "Table 6's 4-bit weights carry NVFP4's scales (4.5 bits): 2 % dearer; attention at the KV format is a small share of these short contexts",
-    "expert_all_to_all": "the expert all-to-all spans every EP rank over the NICs: Mixtral and DeepSeek get dearer where expert parallelism crosses nodes (Table 3's preference point +24 %)",
+    "expert_all_to_all": "the expert all-to-all spans every EP rank over the NICs, at the ideal's fewest copies (one a destination rank) and one-sided protocol: Mixtral and DeepSeek a little dearer where expert parallelism crosses nodes (Table 3's preference point +6 %)",
     "pipeline_bubbles": "decode steps hold at least p requests: no bubbles in these tables (prompts crossing pipelines alone change the load engine's layouts, not these frontiers)",
     "kv_replication": "MLA's latent cache is copied on every tensor-parallel attention rank: the real DeepSeek-V3 at 32K is 6 % slower at its fastest",
     "measured_hbm_bandwidth": "HBM at the H100's measured 0.949 of the datasheet, not 0.75 (H100-paper inherits the H100 SXM's STREAM figure): memory-bound points up to 27 % faster; Table 6's 4-bit weights 32 % and 100K contexts' KV reads 21 % cheaper; the fastest points gain 5-9 % (collectives and launches bound them)",

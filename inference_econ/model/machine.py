@@ -23,6 +23,7 @@ from .collectives import (
     protocols_for,
 )
 from .efficiency import best_gemm_efficiency
+from .overlap import runs_deepep
 
 #: A class of arithmetic with a rate of its own (§B15): dense GEMMs, the routed experts'
 #: grouped GEMMs, attention.
@@ -241,8 +242,8 @@ class Machine:
         )
         exchange = protocols + (one_sided(protocols),)  # the ideal expert kernels (§B11)
         if assumptions.measured_kernel_rates and gpu.kernel_ceilings is not None:
-            protocols = protocols + ceiling_protocols(gpu, gpu.kernel_ceilings)
-            exchange = exchange + ceiling_protocols(gpu, gpu.kernel_ceilings)
+            ceilings = ceiling_protocols(gpu, gpu.kernel_ceilings)
+            protocols, exchange = protocols + ceilings, exchange + ceilings
         return cls(
             gpu=gpu,
             flop_per_s=gemm,
@@ -394,8 +395,7 @@ def _expert_kernels(gpu: GPU, assumptions: Assumptions, profile) -> dict:
 
     library = protocols_for("nccl-2.23", False, gpu)
     out: dict = {"expert_protocols": library}
-    deepep = profile.deepep_exchange or assumptions.two_batch_overlap
-    folder = kernel_folder(gpu.name) if deepep else None
+    folder = kernel_folder(gpu.name) if runs_deepep(profile, assumptions) else None
     lines = deepep_exchange_lines().get(folder, {}) if folder else {}
     if "low_latency" in lines:
         out["expert_protocols"] = exchange_protocols(library, *lines["low_latency"])

@@ -115,3 +115,10 @@ def overlapped_s(gpu_s, exchange_latency_s, exchange_bandwidth_s, micro):
     alone = gpu_s + exchange_latency_s + exchange_bandwidth_s
     overlapped = np.maximum(gpu_s, m * exchange_latency_s + exchange_bandwidth_s)
     return np.where(m > 1.0, overlapped, alone)
+
+
+def runs_deepep(profile, assumptions) -> bool:
+    """Whether an engine's expert all-to-all runs DeepEP's kernels (§F7): where its profile
+    says so (``deepep_exchange``), and under two micro-batches a step, which SGLang and vLLM
+    run only over DeepEP (vLLM's --enable-dbo needs a DeepEP backend)."""
+    return profile is not None and bool(profile.deepep_exchange or assumptions.two_batch_overlap)

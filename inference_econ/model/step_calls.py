@@ -16,7 +16,7 @@ import numpy as np
 from .assumptions import Assumptions
 from .collectives import ALLTOALL, EXPERT_ALLTOALL, CollectiveCost, counted
 from .machine import Machine, mx_gemm_bits
-from .overlap import overlapped_s
+from .overlap import overlapped_s, runs_deepep
 from .values import Floats, add_into
 from .workload import Workload
 
@@ -281,15 +281,18 @@ class StepCalls:
         )
         #: Whether the MoE groups' tokens move as the engine's communication strategy picks
         #: them for the attention divisor (``expert_exchange``) rather than by §B11's
-        #: all-to-all on every layout (``all_to_all``, part of the pipeline part). Two
-        #: micro-batches a step run over DeepEP's all-to-all (vLLM's --enable-dbo needs a
-        #: DeepEP backend; SGLang's overlap runs on it), so they take §B11's.
+        #: all-to-all on every layout (``all_to_all``, part of the pipeline part); an engine
+        #: running DeepEP's kernels (``runs_deepep``: two micro-batches a step) takes §B11's.
         self.exchange_by_method = bool(
             profile is not None
             and profile.expert_exchange_by_method
-            and not assumptions.two_batch_overlap
+            and not runs_deepep(profile, assumptions)
             and any(g.experts > 1 for g in work.groups)
         )
+        #: No engine: the ideal bound, whose exchange moves the fewest bytes any kernel does.
+        self.ideal = profile is None
+        #: Whether an exchange by all-gather carries the tokens in the GEMMs' input format.
+        self.gathered_quantised = profile is None or bool(profile.gathered_tokens_quantised)
         #: Where the engine runs the one-sided all-to-all (``one_sided_exchange``, §F7): 2 at
         #: any expert degree, 1 above a token's top-k, 0 never.
         self.one_sided_rule = int(profile.one_sided_exchange) if profile is not None else 2
@@ -383,10 +386,9 @@ class StepCalls:
         ranks = np.minimum(k, e * (1.0 - (1.0 - 1.0 / np.maximum(e, 1.0)) ** k))
         # the ideal bound (no engine) moves the fewest bytes any kernel does: a token once to
         # each rank its experts land on, and once over the network to each such other domain
-        ideal = self.assumptions.profile() is None
-        per_rank = per_rank or ideal
+        per_rank = per_rank or self.ideal
         share = None
-        if self.by_tokens or ideal:  # a network copy per destination domain, forwarded inside
+        if self.by_tokens or self.ideal:  # a network copy per destination domain, forwarded inside
             share = expert_remote_share(g, nodes) * (k / ranks if per_rank else 1.0)
         a2a = cache.get(
             ("a2a", gi),
@@ -451,9 +453,7 @@ class StepCalls:
         calls = g.layers if calls is None else calls
         nodes = np.ceil(e / m.node_gpus)
         cost = cache.get(("gather", gi), lambda: m.collective(e, nodes, ALLTOALL))
-        profile = self.assumptions.profile()
-        quantised = profile is None or profile.gathered_tokens_quantised
-        dispatch = self._dispatch_bytes() if quantised else w.bytes_per_activation
+        dispatch = self._dispatch_bytes() if self.gathered_quantised else w.bytes_per_activation
         group = (e, nodes)
         return [
             cache.calls(
