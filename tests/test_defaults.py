@@ -181,6 +181,8 @@ GIVEN = {
         {"model": "Mixtral 8x7B", "assumptions": "achievable", "engine": "sglang"},
         True,
     ),
+    # stated in the assumptions' label ("+ deepep=True")
+    "deepep": ({"model": "Mixtral 8x7B", "assumptions": "achievable", "engine": "sglang"}, True),
     "prompt_tokens": ({}, 500),
     "ttft_max_s": ({"prompt_tokens": 500}, 0.5),
     "max_gpus": ({}, 16),

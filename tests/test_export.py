@@ -746,21 +746,22 @@ def test_a_point_plans_figures_are_what_compare_measured_predicts_of_its_benchma
 
 
 def test_a_plan_with_attention_over_part_of_its_tensor_group_is_read_back_as_planned(tmp_path):
-    """SGLang's --dp-size below --tp (DeepSeek-V3 on 8 H200 at batch 64: two attention ranks of
-    TP4, its experts split EP8 from a micro-batch of 64): the result file names the ranks
-    ("TP8 (EP8, DP2 attn-DP)"), and compare-measured replays that layout, not attention on
-    eight ranks of TP1 (which would be 4 % off the plan's own throughput at 1,000/300
-    tokens)."""
+    """SGLang's --dp-size below --tp (DeepSeek-V3 on 8 H200 at batch 64 over DeepEP: two
+    attention ranks of TP4, its experts split EP8 from a micro-batch of 64): the result file
+    names the ranks ("TP8 (EP8, DP2 attn-DP)") and the exchange ("moe_a2a_backend deepep"),
+    and compare-measured replays that layout, not attention on eight ranks of TP1 (which
+    would be 4 % off the plan's own throughput at 1,000/300 tokens)."""
     from inference_econ.measured.comparison import compare
 
     plan = api.export("DeepSeek-V3", "H200", weight_bits=8, engine="sglang", gpus=8, batch=64,
-                      prompt_tokens=1000, output_tokens=100)  # fmt: skip
+                      prompt_tokens=1000, output_tokens=100, deepep=True)  # fmt: skip
     (w,) = plan.workers
     assert (w.tensor, w.attention_dp, w.expert) == (8, 2, 8)
     # one copy on one node: nothing to place elsewhere (every SGLang plan had said so)
     assert "host names are localhost" not in bundle.render(plan)["launch.sh"]
     meta = bc.metadata(plan)  # what the benchmark records in its result file
     assert meta["ie_parallelism"] == "TP8 (EP8, DP2 attn-DP)"
+    assert meta["ie_stated"] == "moe_a2a_backend deepep"
     run = measured_as_planned(plan, "deepseek-ai/DeepSeek-V3", meta)
     path = tmp_path / "sglang-bench.json"
     path.write_text(json.dumps(run))
@@ -776,10 +777,12 @@ def test_a_plan_with_attention_over_part_of_its_tensor_group_is_read_back_as_pla
 def test_a_tensorrt_llm_plan_attends_on_the_whole_group_or_every_gpu_alone():
     """TensorRT-LLM's enable_attention_dp is all of the tensor group or none: its point plans
     choose among those layouts, so DeepSeek-V3 on 8 H200 at batch 32 exports (it had chosen two
-    attention ranks of TP4 and then refused its own plan); vLLM and SGLang keep two ranks."""
+    attention ranks of TP4 and then refused its own plan); SGLang over DeepEP keeps two
+    ranks."""
     for engine, ranks in (("trtllm", {1, 8}), ("sglang", {2})):
         plan = api.export("DeepSeek-V3", "H200", weight_bits=8, engine=engine, gpus=8, batch=32,
-                          prompt_tokens=1000, output_tokens=100)  # fmt: skip
+                          prompt_tokens=1000, output_tokens=100,
+                          deepep=engine == "sglang")  # fmt: skip
         (w,) = plan.workers
         assert w.attention_dp in ranks and "launch.sh" in bundle.render(plan), (engine, w)
 
@@ -810,25 +813,24 @@ def test_experts_are_spread_only_as_the_engine_launches_them():
                 bundle.render(dataclasses.replace(plan, workers=(tp3,)))
 
 
-def test_a_frontier_export_launches_the_expert_degree_its_point_was_priced_with(tmp_path):
-    """Qwen3-235B-A22B on 24 H200 (FP8 weights), the preference point at 1,000 / 200 tokens:
-    TP12 PP2 with six attention ranks, its 128 experts priced EP4 (gcd of 12 and 128) once
-    batches are large. SGLang 0.5.3 takes --ep-size 4 of --tp-size 12 (moe_tp_size 3) and
-    TensorRT-LLM --ep_size likewise: the export launches EP4 and prices it ($0.821 per million
-    output tokens; it had launched EP1 and priced that, $1.04, beside a point priced at EP4,
-    $0.81). plan.json and the benchmark's metadata state EP4, read back by the measured-row
-    parser as EP4 (a layout without it had read as splitting the experts by the batch)."""
+def test_an_export_launches_the_expert_degree_its_point_was_priced_with(tmp_path):
+    """Qwen3-235B-A22B on 24 H200 (FP8 weights) at batch 508, 1,000 / 200 tokens: TP12 PP2 with
+    six attention ranks, its 128 experts priced EP4 (gcd of 12 and 128) once batches are
+    large. SGLang 0.5.3 takes --ep-size 4 of --tp-size 12 (moe_tp_size 3) and TensorRT-LLM
+    --ep_size likewise: the export launches EP4 and prices it ($1.04 per million output
+    tokens beside the point's own $1.03, the replay drawing its own requests). plan.json and the benchmark's metadata state EP4, read back by the measured-row
+    parser as EP4 (a layout without it would read as splitting the experts by the batch)."""
     from inference_econ.measured.layouts import layout_of
     from inference_econ.serving.requests import request
 
-    plan = api.export("Qwen3-235B-A22B", "H200", weight_bits=8, engine="sglang", plan="frontier",
-                      pick="preference", prompt_tokens=1000, output_tokens=200,
+    plan = api.export("Qwen3-235B-A22B", "H200", weight_bits=8, engine="sglang", gpus=24,
+                      batch=508, prompt_tokens=1000, output_tokens=200,
                       checkpoint="./q8")  # fmt: skip
     (w,) = plan.workers
     assert (w.gpus, w.pipeline, w.tensor, w.attention_dp, w.expert) == (24, 2, 12, 6, 4)
-    assert plan.expected["usd_per_m_output_tokens"] == pytest.approx(0.821, rel=0.01)
+    assert plan.expected["usd_per_m_output_tokens"] == pytest.approx(1.045, rel=0.01)
     point = request(plan.setting, 24, w.batch, 1000, 200, discrete=True)
-    assert point["usd_per_m_output_tokens"] == pytest.approx(0.8095, rel=0.01)
+    assert point["usd_per_m_output_tokens"] == pytest.approx(1.031, rel=0.01)
     files = bundle.render(plan)
     assert (
         "--tp-size 12 --pp-size 2 --enable-dp-attention --dp-size 6 --ep-size 4"
@@ -1099,7 +1101,7 @@ def test_a_capacity_plan_launches_the_experts_of_its_mean_batch_and_says_which_s
     e, line = simulated_degree(s, (1, 2, 1, 2), 2.0, "trtllm")
     assert e == 1 and "its steps from a micro-batch of 32 run tensor-split, not EP2" in line
     e, line = simulated_degree(s, (1, 2, 2, 2), 2.0, "vllm")
-    assert e == 2 and "vLLM's attention data parallelism need expert parallelism" in line
+    assert e == 2 and "vLLM's attention data parallelism needs expert parallelism" in line
     assert simulated_degree(s, (1, 2, 1, 1), 116.0, "trtllm") == (1, "")
     stated = s.replace(assumptions=s.assumptions.replace(expert_parallel_min_batch_per_sparsity=0))
     assert simulated_degree(stated, (1, 2, 1, 2), 2.0, "trtllm") == (2, "")

@@ -29,11 +29,13 @@ def record(name: str) -> dict:
 
 @pytest.fixture(scope="module")
 def balanced():
-    """Per engine, DeepSeek-R1's plan with 32 redundant experts: at batch 32 under SGLang and
-    vLLM (two attention ranks of TP4), at 256 under TensorRT-LLM, whose balancer runs only
-    with attention data parallelism (all eight ranks)."""
+    """Per engine, DeepSeek-R1's plan with 32 redundant experts: at batch 32 under SGLang over
+    DeepEP and vLLM (two attention ranks of TP4), at 256 under TensorRT-LLM, whose balancer
+    runs only with attention data parallelism (all eight ranks)."""
     return {
-        engine: api.export("DeepSeek-R1", "H200", engine=engine, batch=batch, **R1)
+        engine: api.export(
+            "DeepSeek-R1", "H200", engine=engine, batch=batch, deepep=engine == "sglang", **R1
+        )
         for engine, batch in (("sglang", 32), ("vllm", 32), ("trtllm", 256))
     }
 
@@ -59,8 +61,9 @@ def test_sglang_launches_its_eplb_with_the_plans_redundant_experts(balanced):
         "--enable-eplb --ep-num-redundant-experts 32."
     )
     files = api.launch_files(plan)
-    assert plan.notes[-1] == note and f"# {note}" in files["launch.sh"]
-    assert json.loads(files["plan.json"])["notes"][-1] == note
+    assert plan.notes[-2] == note and f"# {note}" in files["launch.sh"]
+    assert json.loads(files["plan.json"])["notes"][-2] == note
+    assert plan.notes[-1].startswith("DeepEP's exchange: sglang 0.5.3 moves a MoE's tokens")
 
 
 def test_vllm_launches_its_eplb_through_the_eplb_config_not_the_deprecated_flag(balanced):

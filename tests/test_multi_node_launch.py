@@ -273,13 +273,13 @@ def test_vllm_data_parallel_ranks_of_pipeline_stages_stay_whole_on_their_nodes()
 
 
 def test_vllm_data_parallel_ranks_larger_than_a_node_are_refused():
-    """DeepSeek-V3 on 16 GB200s (trays of 4) at batch 8: SGLang's plan is two attention-DP
-    ranks of TP8, launched as one node rank a tray. The same layout with its experts over all
+    """DeepSeek-V3 on 16 GB200s (trays of 4) at batch 8: SGLang's plan over DeepEP is two
+    attention-DP ranks of TP8, launched as one node rank a tray. The same layout with its experts over all
     16 GPUs under vLLM 0.11, which runs each rank on one node: the export says so and names
     the engines whose copies span nodes."""
     plan = api.export(
         "DeepSeek-V3", "GB200", engine="sglang", gpus=16, batch=8, weight_bits=8,
-        prompt_tokens=2000, output_tokens=500,
+        prompt_tokens=2000, output_tokens=500, deepep=True,
     )  # fmt: skip
     (w,) = plan.workers
     assert (w.attention_dp, w.tensor // w.attention_dp) == (2, 8)

@@ -19,6 +19,13 @@ from inference_econ.serving import context_parallel as cp
 from inference_econ.serving import disaggregation as dis
 from inference_econ.serving.prefill import prefill
 from inference_econ.specs.engine import load_engine, select_engine
+from inference_econ.specs.engine_terms import EXCHANGE_TERMS
+
+#: SGLang launched with an all-to-all library other than DeepEP (MoRI, Mooncake): §B11's
+#: all-to-all at NCCL's protocols, no measured line of its own.
+SGLANG_ALL_TO_ALL = ACHIEVABLE.replace(
+    engine=load_engine("sglang").with_terms(**EXCHANGE_TERMS["all_to_all"])
+)
 
 DATA = Path(__file__).parent / "data"
 
@@ -79,13 +86,13 @@ DEEPEP_NORMAL_RDMA = {16: 43, 32: 58, 64: 51}
 
 
 @pytest.mark.parametrize(
-    "preset", [REFINED, ACHIEVABLE.replace(engine="sglang")], ids=("refined", "sglang")
+    "preset", [REFINED, SGLANG_ALL_TO_ALL], ids=("refined", "sglang-all-to-all")
 )
 def test_expert_all_to_all_reproduces_deepep(preset):
-    """DeepEP dispatches in FP8 (an engine that quantises first: SGLang's, vLLM's). SGLang's
-    step charges DeepEP's kernels as NCCL's protocols would run them, within 25 % across nodes;
-    the ideal bound (refined: a copy a destination rank, the one-sided protocol) is below
-    every cell."""
+    """DeepEP dispatches in FP8 (an engine that quantises first: SGLang's, vLLM's). An
+    all-to-all at NCCL's protocols (SGLang's step over an exchange library without a
+    measured line) charges DeepEP's kernels within 25 % across nodes; the ideal bound
+    (refined: a copy a destination rank, the one-sided protocol) is below every cell."""
     arch, gpu = ie.load_model("DeepSeek-R1"), ie.load_hardware("H800")
     model = StepModel(compile_workload(arch, preset), gpu, preset)
     layers = model.work.groups[1].layers
@@ -131,7 +138,8 @@ def _deepep_ratios(gpu, folder, release, presets=None):
 
     arch, part = ie.load_model("DeepSeek-R1"), ie.load_hardware(gpu)
     out = {}
-    presets = presets or (("refined", REFINED), ("sglang", ACHIEVABLE.replace(engine="sglang")))
+    sglang = ACHIEVABLE.replace(engine="sglang", deepep=True)
+    presets = presets or (("refined", REFINED), ("sglang", sglang))
     for name, preset in presets:
         preset = stated_experts(preset, True)  # DeepEP runs at every size: experts split
         decode = StepModel(compile_workload(arch, preset), part, preset)
@@ -193,7 +201,7 @@ def test_deepeps_own_kernels_are_charged_at_their_measured_line_inside_a_node():
     protocols still price it, as measured within 0.85-1.17."""
     deepep = load_engine("sglang").with_terms(deepep_exchange=1)
     presets = (
-        ("plain", ACHIEVABLE.replace(engine="sglang")),
+        ("plain", SGLANG_ALL_TO_ALL),
         ("deepep", ACHIEVABLE.replace(engine=deepep)),
     )
     found = _deepep_ratios("B200", "b200_sxm", "0.5.12", presets)
@@ -212,7 +220,7 @@ def test_deepeps_own_kernels_are_charged_at_their_measured_line_inside_a_node():
     arch, gpu = ie.load_model("DeepSeek-R1"), ie.load_hardware("B200")
     times = []
     for overlap in (False, True):
-        a = stated_experts(ACHIEVABLE.replace(engine="sglang", two_batch_overlap=overlap), True)
+        a = stated_experts(SGLANG_ALL_TO_ALL.replace(two_batch_overlap=overlap), True)
         model = StepModel(compile_workload(arch, a), gpu, a)
         dispatch = model.pipeline_part(8.0, 8 * 128.0, 1.0, 0.0, 1.0).shared_calls[0]
         times.append(float(dispatch.time_s()) / model.work.groups[1].layers)
@@ -242,7 +250,7 @@ def test_tensorrt_llm_dispatches_block_scaled_fp8_experts_tokens_unquantised():
     ranks = 8 * (1 - (7 / 8) ** k)  # the ideal's copies: one a rank its experts land on
     for preset, sent, combined in (
         (ACHIEVABLE.replace(engine="trtllm"), d * 2.0, d * 2.0),
-        (ACHIEVABLE.replace(engine="sglang"), fp8, d * k / 8 * 2.0),
+        (ACHIEVABLE.replace(engine="sglang", deepep=True), fp8, d * k / 8 * 2.0),
         (ACHIEVABLE.replace(engine="vllm"), d * 2.0, d * 2.0),  # its default: gathered BF16
         (REFINED, fp8 * ranks / k, d * ranks / 8 * 2.0),  # a copy a destination rank
     ):

@@ -206,7 +206,7 @@ def test_the_operation_list_shows_what_of_the_exchange_the_overlap_leaves():
     from inference_econ.api import operations
 
     kw = dict(assumptions="achievable", engine="sglang")
-    one = make_setting("DeepSeek-R1", "H200-SXM", **kw)
+    one = make_setting("DeepSeek-R1", "H200-SXM", deepep=True, **kw)
     two = make_setting("DeepSeek-R1", "H200-SXM", two_batch_overlap=True, **kw)
     a = operations(one, 16, 4096, discrete=True).set_index("operation")
     b = operations(two, 16, 4096, discrete=True).set_index("operation")

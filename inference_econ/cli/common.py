@@ -734,7 +734,7 @@ SETTING_NAMES = (
     "assumptions",
     "engine",
     "clock",
-    "two_batch_overlap",
+    *("two_batch_overlap", "deepep"),  # how a MoE's tokens move (§F7)
     *PRICE_AND_ENERGY,
 )
 

@@ -35,6 +35,7 @@ SERVED = (
     "kv_cache_bits",
     "redundant_experts",
     "two_batch_overlap",
+    "deepep",
     "pipeline",
     "assumptions",
     "clock",

@@ -15,6 +15,10 @@ import shlex
 from .engine_configs import FRONT_PORT, parallelism
 from .launch import LaunchPlan, launch_flags
 
+#: How a result row states each engine's DeepEP exchange (``measured.overlap_words``
+#: reads the backend after the flag's name).
+DEEPEP_BACKEND = {"sglang": "moe_a2a_backend", "vllm": "all2all_backend"}
+
 #: Percentiles the benchmarks report (the plan's targets are p99s).
 PERCENTILES = "50,90,99"
 #: Where the commands write their results, relative to the export folder.
@@ -40,12 +44,15 @@ def _range_ratio(mean: float, sd: float) -> float:
 
 def stated(plan: LaunchPlan) -> str:
     """What the plan runs that a measured row states in its notes for ``compare-measured`` to
-    predict it so: its redundant experts and two-batch overlap, in the words the reader takes
-    ("32 redundant experts", "two-batch overlap"); "" for neither."""
+    predict it so: its redundant experts, two-batch overlap or DeepEP's exchange, in the words
+    the reader takes ("32 redundant experts", "two-batch overlap", "moe_a2a_backend deepep");
+    "" for none."""
     copies = int(plan.setting.model.redundant_experts)
     said = [f"{copies} redundant experts"] if copies else []
     if plan.setting.assumptions.two_batch_overlap:
         said.append("two-batch overlap")
+    elif plan.setting.assumptions.deepep:  # the backend in the words its flag has
+        said.append(f"{DEEPEP_BACKEND[plan.engine]} deepep")
     return "; ".join(said)
 
 

@@ -115,6 +115,7 @@ def _expert_parallel_needs(setting: Setting, dp: int, engine: str) -> list[str]:
         for why, needed in (
             ("redundant experts", setting.model.redundant_experts > 0),
             ("two-batch overlap", setting.assumptions.two_batch_overlap),
+            ("DeepEP's exchange", setting.assumptions.deepep),
             ("vLLM's attention data parallelism", engine == "vllm" and dp > 1),
         )
         if needed
@@ -141,7 +142,8 @@ def simulated_degree(setting: Setting, degrees, batch: float, engine: str) -> tu
     edge = min(least * g.sparsity for g in work.groups if g.experts > 1)
     needs = _expert_parallel_needs(setting, dp, engine)
     if launched > 1:
-        why = f": {' and '.join(needs)} need expert parallelism" if needs else ""
+        verb = "needs" if len(needs) == 1 else "need"
+        why = f": {' and '.join(needs)} {verb} expert parallelism" if needs else ""
         other = f"its steps below a micro-batch of {edge:g} run EP{launched}, not tensor-split"
     else:
         why, other = "", f"its steps from a micro-batch of {edge:g} run tensor-split, not EP{e}"

@@ -18,6 +18,7 @@ from .engine_configs import (
     vllm_serve,
 )
 from .launch import LaunchPlan, engine_names
+from .overlap import over_deepep, overlapped
 
 
 def _app_name(plan: LaunchPlan) -> str:
@@ -208,9 +209,10 @@ def kubernetes_manifest(plan: LaunchPlan) -> tuple[str, str] | str:
     """(file name, text) of the Kubernetes manifest of a vLLM plan, or the line saying why
     there is none: copies of one node as Dynamo's graph (NVIDIA) or a Deployment of the ROCm
     image (AMD); copies of several nodes as a LeaderWorkerSet on NVIDIA parts."""
-    if plan.setting.assumptions.two_batch_overlap:
+    if over_deepep(plan):
+        what = "two-batch overlap" if overlapped(plan) else "DeepEP's exchange"
         return (
-            "no Kubernetes manifest: two-batch overlap selects vLLM's DeepEP kernels in each "
+            f"no Kubernetes manifest: {what} selects vLLM's DeepEP kernels in each "
             "worker's environment (VLLM_ALL2ALL_BACKEND), which launch.sh sets and the "
             "manifests this export writes do not carry"
         )

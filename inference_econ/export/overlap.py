@@ -1,20 +1,23 @@
-"""Two-batch overlap (``--two-batch-overlap``, docs/model-part-f.md §F7) as each engine's export
-launches it: two micro-batches a step over DeepEP's token exchange (``sglang_arguments``;
+"""DeepEP's token exchange (``--deepep``) and two-batch overlap over it (``--two-batch-overlap``,
+docs/model-part-f.md §F7) as each engine's export launches them (``sglang_arguments``;
 ``vllm_arguments`` and the worker's ``vllm_environment``), or a refusal naming why that engine
-version would not run it as the plan priced it (``overlap_launches``). ``plan`` is an
-``export.launch.LaunchPlan``; ``names`` its engine's section of launch_flags.yaml.
+version would not run them as the plan priced them (``overlap_launches``). Without either the
+export launches the engine's default backend, which gathers, as the plan priced it. ``plan`` is
+an ``export.launch.LaunchPlan``; ``names`` its engine's section of launch_flags.yaml.
 
 What each engine version runs, from its source:
 
-* SGLang 0.5.3: ``--enable-two-batch-overlap`` with ``--moe-a2a-backend deepep``. DeepEP sets
+* SGLang 0.5.3: ``--moe-a2a-backend deepep``, with ``--enable-two-batch-overlap`` for the
+  overlap. DeepEP's MoE layer takes FP8 experts and DeepGEMM (``DeepEPMoE``). DeepEP sets
   the expert-parallel size to the tensor-parallel size (``_handle_deepep_moe``,
   sglang/srt/server_args.py) and, without attention data parallelism, still gathers each
   step's micro-batch split over the tensor group (``require_attn_tp_gather``,
   sglang/srt/utils/common.py), so no ``--enable-dp-attention`` is needed; ``--deepep-mode``
   stays ``auto`` (low-latency kernels for decode batches, normal ones for prompts, which the
   split needs: ``TboDPAttentionPreparer``, sglang/srt/two_batch_overlap.py).
-* vLLM 0.11.0: ``--enable-dbo`` with ``VLLM_ALL2ALL_BACKEND`` deepep_low_latency or
-  deepep_high_throughput (asserted by VllmConfig, vllm/config/__init__.py).
+* vLLM 0.11.0: ``VLLM_ALL2ALL_BACKEND`` deepep_low_latency or deepep_high_throughput, with
+  ``--enable-dbo`` for the overlap (which VllmConfig asserts needs them,
+  vllm/config/__init__.py); its DeepEP kernels run only over data-parallel ranks.
 * TensorRT-LLM 1.2.1: none (no TorchLlmArgs field or trtllm-serve option splits a step in
   two micro-batches, tensorrt_llm/llmapi/llm_args.py, tensorrt_llm/commands/serve.py).
 """
@@ -22,7 +25,7 @@ What each engine version runs, from its source:
 from __future__ import annotations
 
 from ..errors import SpecError
-from ..model.overlap import FLAG, MIN_TOKENS
+from ..model.overlap import DEEPEP_FLAG, FLAG, MIN_TOKENS
 from ..serving.support import generation
 from .eplb import architecture
 
@@ -54,12 +57,30 @@ def overlapped(plan) -> bool:
     return bool(plan.setting.assumptions.two_batch_overlap)
 
 
+def over_deepep(plan) -> bool:
+    """Whether the plan was priced with DeepEP's exchange (``--deepep``, or two micro-batches
+    a step, which run over it)."""
+    return overlapped(plan) or bool(plan.setting.assumptions.deepep)
+
+
+def _flag(plan) -> str:
+    """The option a refusal names: two-batch overlap's where the plan has it, else DeepEP's."""
+    return FLAG if overlapped(plan) else DEEPEP_FLAG
+
+
+def _it(plan) -> str:
+    """What a refusal says the engine runs over DeepEP: the overlap, or the exchange itself."""
+    return "it" if overlapped(plan) else "the exchange"
+
+
 def sglang_arguments(plan, names: dict) -> list[str]:
-    """SGLang's two-batch overlap over DeepEP (none without it)."""
-    if not overlapped(plan):
+    """SGLang's DeepEP exchange (``--moe-a2a-backend deepep``) and two-batch overlap over it
+    (none without them: the default backend, which gathers)."""
+    if not over_deepep(plan):
         return []
     f = names["flags"]
-    return [f["tbo_switch"], f["moe_a2a_backend"], names["moe_a2a_backend"]]
+    tbo = [f["tbo_switch"]] if overlapped(plan) else []
+    return [*tbo, f["moe_a2a_backend"], names["moe_a2a_backend"]]
 
 
 def vllm_arguments(plan, names: dict) -> list[str]:
@@ -68,130 +89,160 @@ def vllm_arguments(plan, names: dict) -> list[str]:
 
 
 def vllm_environment(plan, role: str, names: dict) -> tuple[tuple[str, str], ...]:
-    """The environment that selects a vLLM worker's DeepEP kernels (none without overlap)."""
-    if not overlapped(plan):
+    """The environment that selects a vLLM worker's DeepEP kernels (none without them: the
+    default all-gather backend)."""
+    if not over_deepep(plan):
         return ()
     backend = names["all2all_backend"][VLLM_KERNELS[role]]
     return ((names["environment"]["all2all"], backend),)
 
 
-def _refuse(problem: str, fix: str):
-    raise SpecError("argument", FLAG, problem, fix)
+def _refuse(problem: str, fix: str, flag: str = FLAG):
+    raise SpecError("argument", flag, problem, fix)
 
 
 def overlap_launches(plan, names: dict) -> tuple[str, ...]:
-    """Refuse two-batch overlap the plan's engine version would not run as the plan priced
-    it: an engine without it, or other than the one whose schedule priced it; under SGLang, a
-    model whose layers it does not split, experts other than FP8 (DeepEP's MoE layer asserts
-    FP8 weights and DeepGEMM) or a part before Hopper; a worker without expert parallelism
-    (DeepEP exchanges tokens between expert-parallel ranks), under SGLang one whose
-    expert-parallel degree is not its tensor degree, under vLLM one without attention data
-    parallelism. Returns the note saying which flags carry it; () without it."""
-    if not overlapped(plan):
+    """Refuse DeepEP's exchange, or two-batch overlap over it, where the plan's engine
+    version would not run them as the plan priced them: an engine without them, or other
+    than the one whose profile priced them; under SGLang, experts other than FP8 (DeepEP's
+    MoE layer asserts FP8 weights and DeepGEMM) or a part before Hopper, and for overlap a
+    model whose layers it does not split; a worker without expert parallelism (DeepEP
+    exchanges tokens between expert-parallel ranks), under SGLang one whose expert-parallel
+    degree is not its tensor degree, under vLLM one without attention data parallelism.
+    Returns the note saying which flags carry them; () without them."""
+    if not over_deepep(plan):
         return ()
-    s, version = plan.setting, f"{plan.engine} {names['version']}"
+    s, version, flag = plan.setting, f"{plan.engine} {names['version']}", _flag(plan)
+    what = "two-batch overlap" if overlapped(plan) else "DeepEP's exchange"
+    priced_as, otherwise = (
+        ("two micro-batches", "splits steps at other sizes")
+        if overlapped(plan)
+        else ("DeepEP exchange", "runs it on other layouts")
+    )
     if plan.engine not in ENGINES:
         _refuse(
-            f"{version} has no two-batch overlap (only SGLang's and vLLM's)",
-            f"export for sglang or vllm, or drop {FLAG}",
+            f"{version} has no {what} (only SGLang's and vLLM's)",
+            f"export for sglang or vllm, or drop {flag}",
+            flag,
         )
     profile = s.assumptions.profile()
     priced = getattr(profile, "family", None)
     if priced != plan.engine:
         _refuse(
-            f"the plan's figures price {priced}'s two micro-batches, and the export launches "
-            f"{version}, which splits steps at other sizes",
+            f"the plan's figures price {priced}'s {priced_as}, and the export launches "
+            f"{version}, which {otherwise}",
             f"plan and export under one engine (--engine {plan.engine})",
+            flag,
         )
     if plan.engine == "sglang":
-        _sglang_limits(plan, version)
+        _sglang_limits(plan, version, flag)
     for w in plan.workers:
-        _worker_launches(plan, w, version)
+        _worker_launches(plan, w, version, flag)
     return (_note(plan, names, version),)
 
 
-def _sglang_limits(plan, version: str) -> None:
-    """SGLang 0.5.3's own: the model's layers split (``SGLANG_SPLITS``), FP8 experts and a
-    part DeepGEMM runs on (``BEFORE_DEEPGEMM``)."""
+def _sglang_limits(plan, version: str, flag: str) -> None:
+    """SGLang 0.5.3's own: FP8 experts and a part DeepGEMM runs on (``BEFORE_DEEPGEMM``), and
+    under two-batch overlap the model's layers split (``SGLANG_SPLITS``)."""
     s = plan.setting
-    arch = architecture(s)
-    if arch is None:
-        _refuse(
-            f"the export cannot tell whether {version} splits {s.model.name}'s batches in two: "
-            "its file names no checkpoint (hf_repository) of a family whose Hugging Face "
-            "architecture the export knows",
-            f"drop {FLAG}",
-        )
-    if arch not in SGLANG_SPLITS:
-        _refuse(
-            f"{version} splits a batch in two for DeepSeek-V2/V3 and Qwen3 MoE layers only, not "
-            f"{arch}, {s.model.name}'s architecture",
-            f"drop {FLAG}, or export for vllm",
-        )
+    if overlapped(plan):
+        arch = architecture(s)
+        if arch is None:
+            _refuse(
+                f"the export cannot tell whether {version} splits {s.model.name}'s batches in "
+                "two: its file names no checkpoint (hf_repository) of a family whose Hugging "
+                "Face architecture the export knows",
+                f"drop {flag}",
+                flag,
+            )
+        if arch not in SGLANG_SPLITS:
+            _refuse(
+                f"{version} splits a batch in two for DeepSeek-V2/V3 and Qwen3 MoE layers only, "
+                f"not {arch}, {s.model.name}'s architecture",
+                f"drop {flag}, or export for vllm",
+                flag,
+            )
     bits = float(s.precision.weight_bits)
     if bits != 8.0:
         _refuse(
-            f"{version} runs it over DeepEP, whose MoE layer takes FP8 experts only, not the "
-            f"plan's {bits:g}-bit ones",
-            f"plan 8-bit weights (--weight-bits 8), or drop {FLAG}",
+            f"{version} runs {_it(plan)} over DeepEP, whose MoE layer takes FP8 experts only, not "
+            f"the plan's {bits:g}-bit ones",
+            f"plan 8-bit weights (--weight-bits 8), or drop {flag}",
+            flag,
         )
     derived = tuple(getattr(s.gpu, "derived_from", ()))
     part = derived[-1] if derived else s.gpu.name  # a derived part is its base's generation
     if generation(part) in BEFORE_DEEPGEMM:
         _refuse(
-            f"{version} runs it over DeepEP, whose MoE layer needs DeepGEMM, which runs on "
-            f"Hopper and later GPUs, not {s.gpu.name}",
-            f"drop {FLAG}",
+            f"{version} runs {_it(plan)} over DeepEP, whose MoE layer needs DeepGEMM, which runs "
+            f"on Hopper and later GPUs, not {s.gpu.name}",
+            f"drop {flag}",
+            flag,
         )
 
 
-def _worker_launches(plan, w, version: str) -> None:
+def _worker_launches(plan, w, version: str, flag: str) -> None:
     """One worker's layout: expert-parallel; under SGLang at its tensor degree (DeepEP's
-    ep_size = tp_size); under vLLM with attention data parallelism: it micro-batches a step
-    only where every data-parallel rank agrees to, and never at a data-parallel size of 1
-    (``get_dp_padding_ubatch``, vllm/v1/worker/ubatch_splitting.py), and its DeepEP kernels
-    run only with data parallelism and expert parallelism (``use_all2all_kernels``,
-    vllm/model_executor/layers/fused_moe/config.py)."""
+    ep_size = tp_size); under vLLM with attention data parallelism: its DeepEP kernels run
+    only with data parallelism and expert parallelism (``use_all2all_kernels``,
+    vllm/model_executor/layers/fused_moe/config.py), and it micro-batches a step only where
+    every data-parallel rank agrees to, never at a data-parallel size of 1
+    (``get_dp_padding_ubatch``, vllm/v1/worker/ubatch_splitting.py)."""
     s = plan.setting
     layout = f"the plan's {w.role} worker (TP{w.tensor}, EP{w.expert})"
+    fix = (
+        f"drop {flag}, or plan a layout whose tensor degree divides {s.model.name}'s "
+        f"{s.model.routed_experts} experts"
+    )
     if w.expert <= 1:
         _refuse(
-            f"{layout} launches no expert parallelism, and {version} overlaps DeepEP's token "
-            "exchange between expert-parallel ranks",
-            f"drop {FLAG}, or plan a layout whose tensor degree divides {s.model.name}'s "
-            f"{s.model.routed_experts} experts",
+            f"{layout} launches no expert parallelism, and {version} "
+            f"{'overlaps' if overlapped(plan) else 'runs'} DeepEP's token exchange between "
+            "expert-parallel ranks",
+            fix,
+            flag,
         )
     if plan.engine == "sglang" and w.expert != w.tensor:
         _refuse(
             f"{version} under DeepEP sets the expert-parallel size to the tensor-parallel "
             f"size, and {layout} splits its experts over part of its tensor group",
-            f"drop {FLAG}, or plan a layout whose tensor degree divides {s.model.name}'s "
-            f"{s.model.routed_experts} experts",
+            fix,
+            flag,
         )
     if plan.engine == "vllm" and w.attention_dp <= 1:
         _refuse(
-            f"{version} splits a step in two only over data-parallel ranks, and {layout} has "
-            "no attention data parallelism",
-            f"drop {FLAG}"
+            f"{version} {'splits a step in two' if overlapped(plan) else 'runs its DeepEP kernels'}"
+            f" only over data-parallel ranks, and {layout} has no attention data parallelism",
+            f"drop {flag}"
             + ("" if w.role == "prefill" else ", or plan a larger batch (attention data-parallel)")
             + ", or export for sglang",
+            flag,
         )
 
 
 def _note(plan, names: dict, version: str) -> str:
-    """Which flags and environment carry the overlap, and when the engine splits a step."""
-    head = f"Two-batch overlap: {version} runs each step as two micro-batches over DeepEP, "
+    """Which flags and environment carry DeepEP's exchange and the overlap, and when the
+    engine splits a step."""
+    if not overlapped(plan):
+        head = f"DeepEP's exchange: {version} moves a MoE's tokens with DeepEP's all-to-all, "
+    else:
+        head = f"Two-batch overlap: {version} runs each step as two micro-batches over DeepEP, "
     if plan.engine == "sglang":
+        when = (
+            "one's expert dispatch and combine under the other's work: " if overlapped(plan) else ""
+        )
         return (
-            f"{head}one's expert dispatch and combine under the other's work: "
-            f"{' '.join(sglang_arguments(plan, names))} (DeepEP must be installed where the "
-            "workers run; its expert-parallel size is the tensor-parallel size, as planned)."
+            f"{head}{when}{' '.join(sglang_arguments(plan, names))} (DeepEP must be installed "
+            "where the workers run; its expert-parallel size is the tensor-parallel size, as "
+            "planned)."
         )
     env = "; ".join(
         f"{k}={v} ({w.role})"
         for w in plan.workers
         for k, v in vllm_environment(plan, w.role, names)
     )
+    if not overlapped(plan):
+        return f"{head}selected by {env} (DeepEP must be installed where the workers run)."
     return (
         f"{head}where every data-parallel rank holds at least "
         f"{int(MIN_TOKENS['vllm'])} decode tokens (512 with prompts): "

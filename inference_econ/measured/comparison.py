@@ -144,6 +144,7 @@ def _question(r: MeasuredRow) -> tuple:
         r.admission_cadence,
         r.async_scheduling,
         r.two_batch_overlap,
+        r.expert_exchange,
         r.limits,
         r.engine,
         getattr(r, "engine_version", None),

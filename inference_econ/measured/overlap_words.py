@@ -1,8 +1,9 @@
-"""Whether a measured row states its engine ran two-batch overlap (docs/model-part-f.md §F7
-"Two-batch overlap"): SGLang's ("--enable-two-batch-overlap", "enable_two_batch_overlap: true",
-"two-batch overlap", "TBO") or vLLM's dual-batch overlap ("--enable-dbo", "dual-batch
+"""How a measured row states its engine moved a MoE's tokens (docs/model-part-f.md §F7): whether
+it ran two-batch overlap - SGLang's ("--enable-two-batch-overlap", "enable_two_batch_overlap:
+true", "two-batch overlap", "TBO") or vLLM's dual-batch overlap ("--enable-dbo", "dual-batch
 overlap", "DBO"); off where the row says so ("--no-enable-dbo", "no TBO", "without two-batch
-overlap", "TBO off")."""
+overlap", "TBO off") - and the expert exchange's backend it launched (SGLang's
+``--moe-a2a-backend``, vLLM's ``--all2all-backend`` or ``VLLM_ALL2ALL_BACKEND``)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,65 @@ def overlap_of(text, scenario: str | None, notes: str = "", where: str = "") -> 
         if len(found) > 1:
             raise SpecError(
                 where, field, "states two-batch overlap both on and off", "keep the one it ran"
+            )
+        if found:
+            return found.pop()
+    return None
+
+
+#: The exchange backends of SGLang (``--moe-a2a-backend``, server_args.py) and vLLM
+#: (``--all2all-backend``, vllm/config/parallel.py) by how they move a MoE's tokens (§F7):
+#: ``gather`` - no all-to-all: under attention data parallelism every rank's tokens are
+#: all-gathered before the MoE and its output reduce-scattered (SGLang's ``none``, its
+#: default; vLLM's ``allgather_reducescatter``, its default, and ``naive``); ``deepep`` -
+#: DeepEP's all-to-all kernels; ``all_to_all`` - another library's all-to-all (AMD's MoRI,
+#: Mooncake's EP, pplx-kernels, FlashInfer's, NIXL's, Ascend's fused EP).
+EXCHANGE_BACKENDS = {
+    "none": "gather",
+    "allgather_reducescatter": "gather",
+    "naive": "gather",
+    "deepep": "deepep",
+    "deepep_low_latency": "deepep",
+    "deepep_high_throughput": "deepep",
+    "mori": "all_to_all",
+    "mooncake": "all_to_all",
+    "pplx": "all_to_all",
+    "flashinfer": "all_to_all",
+    "flashinfer_all2allv": "all_to_all",
+    "nixl": "all_to_all",
+    "nixl_ep": "all_to_all",
+    "ascend_fuseep": "all_to_all",
+}
+_EXCHANGE = re.compile(
+    r"(?:--)?(?:moe[\s_-]*a2a[\s_-]*backend|(?:vllm_)?all2all[\s_-]*backend)['\"]?"
+    r"(?:\s*[:=]\s*|\s+)['\"]?(?P<value>[^\s;,)'\"|]*)",
+    re.I,
+)
+
+
+def exchange_of(text, scenario: str | None, notes: str = "", where: str = "") -> str | None:
+    """How a row states its engine exchanged a MoE's tokens (``EXCHANGE_BACKENDS``: gather,
+    deepep or all_to_all), read from the backend it names in ``batch_or_concurrency`` or else
+    the notes (the row's scenario part); None where it names none. A backend not known, or
+    two of different kinds for one scenario, is the row's ``SpecError``."""
+    for field, cell in (("batch_or_concurrency", text), ("notes", notes)):
+        found = set()
+        for m in _EXCHANGE.finditer(scenario_part(cell, scenario).text):
+            name = m.group("value").lower().replace("-", "_")
+            if name not in EXCHANGE_BACKENDS:
+                raise SpecError(
+                    where,
+                    field,
+                    f"expert exchange backend {m.group('value') or '(no value)'!r} is not read",
+                    f"give one of {', '.join(sorted(EXCHANGE_BACKENDS))}",
+                )
+            found.add(EXCHANGE_BACKENDS[name])
+        if len(found) > 1:
+            raise SpecError(
+                where,
+                field,
+                f"states expert exchange backends of {len(found)} kinds ({', '.join(sorted(found))})",
+                "keep the one it ran",
             )
         if found:
             return found.pop()

@@ -39,7 +39,7 @@ from . import semantics as sem
 from .bench_limits import overview_graphs, runs_own_limits
 from .derived import context_of, is_derived, parents_of
 from .expert_slots import redundant_experts_of
-from .overlap_words import overlap_of
+from .overlap_words import exchange_of, overlap_of
 from .resolving import (
     as_released,
     basis_of,
@@ -129,6 +129,9 @@ class MeasuredRow:
     #: Whether the row states its engine ran two-batch overlap (``overlap_words.overlap_of``,
     #: §F7); None: not stated (one batch a step).
     two_batch_overlap: bool | None = None
+    #: How the row states its engine exchanged a MoE's tokens (``overlap_words.exchange_of``:
+    #: gather, deepep or all_to_all, §F7); None: not stated (the engine's default backend).
+    expert_exchange: str | None = None
     limits: tuple[float, float] | None = None
     #: Engine profile name ("trtllm", "vllm", "sglang", or the ``engine`` column as given);
     #: None: the row names no engine the toolkit knows.
@@ -537,7 +540,7 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
     """Read the setting an end-to-end row ran into ``base`` (precision, scenario, concurrency,
     engine and what the row states of it, disaggregation, layout, what the value is per);
     returns the engine the row names (``engine_words.EngineText``)."""
-    context = rec["_context"]
+    context, cell = rec["_context"], rec.get("batch_or_concurrency")
     bits = engine_words.precision_of(rec.get("precision"))
     if bits is not None and bits[0] == 8 and engine_words.states_block_scaled(rec.get("precision")):
         base["arch"] = base["arch"].with_block_scaled_fp8()  # its checkpoint's own format
@@ -546,14 +549,12 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
         bits = (bits[0], bits[1], mx_kv_cache_bits(base["gpu"], bits[0], bits[2]))
     scenario = sem.scenario_of(rec, metric, context)
     experts = base["arch"].routed_experts
-    copies = redundant_experts_of(
-        rec.get("batch_or_concurrency"), scenario, context, where, experts
-    )
+    copies = redundant_experts_of(cell, scenario, context, where, experts)
     if copies and not base["arch"].is_moe:
         raise SpecError(where, "notes", "states redundant experts (EPLB) of a dense model")
     if copies:  # the engine's load balancer held copies of routed experts (EPLB, §F7)
         base["arch"] = base["arch"].with_redundant_experts(copies)
-    concurrency, cap = sem.batch_of(rec.get("batch_or_concurrency"), scenario, context)
+    concurrency, cap = sem.batch_of(cell, scenario, context)
     engine = engine_words.engine_of(rec, context, base["gpu"].description)
     if engine.name is not None:
         engine_profile(engine.name)
@@ -563,12 +564,11 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
     serving = decode_gpus if disaggregated and decode_gpus else gpus
     prefill_layout = layouts.prefill_pool_of(rec, context, where) if disaggregated else None
     cap, budget, kv_fraction, fused = _stated_engine(rec, scenario, cap, decode_text, where)
-    steps, chunked, mixed = sem.scheduler_of(
-        rec.get("batch_or_concurrency"), scenario, context, where
-    )
-    cadence = sem.cadence_of(rec.get("batch_or_concurrency"), scenario, context, where)
-    overlapped = sem.async_of(rec.get("batch_or_concurrency"), scenario, context, where)
-    two_batches = overlap_of(rec.get("batch_or_concurrency"), scenario, context, where)
+    steps, chunked, mixed = sem.scheduler_of(cell, scenario, context, where)
+    cadence = sem.cadence_of(cell, scenario, context, where)
+    overlapped = sem.async_of(cell, scenario, context, where)
+    two_batches = overlap_of(cell, scenario, context, where)
+    exchange = exchange_of(cell, scenario, context, where)
     layout = (
         layouts.layout_of(decode_text, serving, where)
         if decode_text
@@ -596,6 +596,7 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
         admission_cadence=cadence,
         async_scheduling=overlapped,
         two_batch_overlap=two_batches,
+        expert_exchange=exchange,
         engine=engine.name,
         engine_version=engine.version,
         engine_branch=engine.branch,

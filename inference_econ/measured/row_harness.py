@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ..load.engine import cadence_text
 from ..model.overlap import overlap_problem
 from ..specs.engine import EngineProfile, PrefillMode, RouterPolicy
+from ..specs.engine_terms import EXCHANGE_TERMS
 from .reading import MeasuredRow
 
 #: The prompt scheduling of a row that states its engine chunked prompts, or did not (§F9),
@@ -20,6 +21,8 @@ WITH_CHUNKING: dict[str, PrefillMode] = {
     "separate": "chunked",
 }
 WITHOUT_CHUNKING: dict[str, PrefillMode] = {"chunked_separate": "separate", "separate": "separate"}
+#: How the output names a stated expert exchange (``EXCHANGE_TERMS``' kinds).
+EXCHANGE_WORDS = {"gather": "all-gather", "deepep": "DeepEP", "all_to_all": "all-to-all"}
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,14 @@ def as_stated(
         if problem is not None:
             why = f"the row states two-batch overlap, which {problem[0]}"
             return f"unresolved: engine {prof.name!r}: {why}"
+    if row.expert_exchange is not None:  # the MoE exchange backend it launched (§F7)
+        if prof.family not in ("sglang", "vllm"):
+            return (
+                f"unresolved: engine {prof.name!r}: the row states an expert exchange backend "
+                "(SGLang's --moe-a2a-backend, vLLM's --all2all-backend), which this engine "
+                "does not take (drop the statement from this row)"
+            )
+        prof = prof.with_terms(**EXCHANGE_TERMS[row.expert_exchange])
     if row.mixed_chunk is not None and prof.family != "sglang":
         return (
             f"unresolved: engine {prof.name!r}: the row states enable_mixed_chunk, SGLang's "
@@ -134,6 +145,8 @@ def engine_label(
         label += f", {row.arch.redundant_experts} redundant experts (EPLB) as stated"
     if row.two_batch_overlap:
         label += ", two-batch overlap as stated"
+    if row.expert_exchange is not None:
+        label += f", expert exchange by {EXCHANGE_WORDS[row.expert_exchange]} as stated"
     # the scheduler (§F9): the row's statement, else its harness's, else the engine's own
     said_prompts = row.chunked_prefill is not None or row.mixed_chunk is not None
     prompts = f"{harness.prefill} prompts" + (" as stated" if said_prompts else "")

@@ -180,6 +180,11 @@ class Assumptions:
     #: two-batch overlap and vLLM's dual-batch overlap over DeepEP (docs/model-part-f.md §F7
     #: "Two-batch overlap"; ``model.overlap``). False: one batch, its exchange in series.
     two_batch_overlap: bool = False
+    #: Under an engine profile, a MoE's tokens exchanged by DeepEP's all-to-all kernels
+    #: (SGLang's ``--moe-a2a-backend deepep``, vLLM's DeepEP backends; §B11 at DeepEP's
+    #: measured line, docs/model-part-f.md §F7) instead of the engine's default backend,
+    #: which all-gathers them under attention data parallelism. Two-batch overlap implies it.
+    deepep: bool = False
 
     def __post_init__(self) -> None:
         """Every field checked: numbers finite and in range (counts bounded, so no loop over

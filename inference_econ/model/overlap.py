@@ -42,16 +42,19 @@ MIN_RANKS = {"sglang": 1.0, "vllm": 2.0}
 MICRO_BATCHES = 2.0
 
 FLAG = "--two-batch-overlap"
+#: The option that launches DeepEP's exchange alone (one batch a step).
+DEEPEP_FLAG = "--deepep"
 
 
-def overlap_problem(profile, kernel_tables, gpu, is_moe: bool, model: str):
-    """(why, fix) where two-batch overlap cannot run, else None: an ideal preset (no
-    ``profile``), an engine without it, a part DeepEP does not run on, the kernel clock (its
-    tables time TensorRT-LLM), a dense model (nothing to exchange)."""
+def overlap_problem(profile, kernel_tables, gpu, is_moe: bool, model: str, flag: str = FLAG):
+    """(why, fix) where two-batch overlap (or DeepEP's exchange, ``flag``) cannot run, else
+    None: an ideal preset (no ``profile``), an engine without it, a part DeepEP does not run
+    on, the kernel clock (its tables time TensorRT-LLM), a dense model (nothing to
+    exchange)."""
     from ..specs.platforms import platform_of  # the engines' module: only where asked for
 
     if profile is None:
-        return "is an engine's schedule, and an ideal preset (a bound) has none", (
+        return "is an engine's, and an ideal preset (a bound) has none", (
             "use --assumptions achievable with --engine sglang or --engine vllm"
         )
     if profile.family not in MIN_TOKENS:
@@ -62,25 +65,30 @@ def overlap_problem(profile, kernel_tables, gpu, is_moe: bool, model: str):
             f"runs over DeepEP, which needs NVIDIA GPUs joined by an NVLink switch; {gpu.name} "
             "is not such a part"
         )
-        return why, f"drop {FLAG}"
+        return why, f"drop {flag}"
     if kernel_tables:
-        why = "is not priced by the kernel clock, whose tables time TensorRT-LLM (no overlap)"
+        why = "is not priced by the kernel clock, whose tables time TensorRT-LLM's kernels"
         return why, "use --clock engine"
     if not is_moe:
-        return f"hides a MoE layer's token exchange, and {model} has no routed experts", (
-            f"drop {FLAG}"
+        return f"is a MoE layer's token exchange, and {model} has no routed experts", (
+            f"drop {flag}"
         )
     return None
 
 
 def check_overlap(assumptions, gpu, is_moe: bool, model: str) -> None:
-    """Refuse two-batch overlap where no engine runs it (``overlap_problem``); nothing to do
-    without it."""
-    if not assumptions.two_batch_overlap:
-        return
-    problem = overlap_problem(assumptions.profile(), assumptions.kernel_tables, gpu, is_moe, model)
-    if problem is not None:
-        raise SpecError("argument", FLAG, f"two-batch overlap {problem[0]}", problem[1])
+    """Refuse two-batch overlap, or DeepEP's exchange, where no engine runs it
+    (``overlap_problem``); nothing to do without them."""
+    for on, flag, what in (
+        (assumptions.two_batch_overlap, FLAG, "two-batch overlap"),
+        (assumptions.deepep, DEEPEP_FLAG, "DeepEP's exchange"),
+    ):
+        if not on:
+            continue
+        profile, tables = assumptions.profile(), assumptions.kernel_tables
+        problem = overlap_problem(profile, tables, gpu, is_moe, model, flag)
+        if problem is not None:
+            raise SpecError("argument", flag, f"{what} {problem[0]}", problem[1])
 
 
 def micro_batches(family: str, tokens_per_rank, ranks=1.0) -> Floats:
@@ -119,6 +127,8 @@ def overlapped_s(gpu_s, exchange_latency_s, exchange_bandwidth_s, micro):
 
 def runs_deepep(profile, assumptions) -> bool:
     """Whether an engine's expert all-to-all runs DeepEP's kernels (§F7): where its profile
-    says so (``deepep_exchange``), and under two micro-batches a step, which SGLang and vLLM
-    run only over DeepEP (vLLM's --enable-dbo needs a DeepEP backend)."""
-    return profile is not None and bool(profile.deepep_exchange or assumptions.two_batch_overlap)
+    says so (``deepep_exchange``), where the plan launches them (``deepep``), and under two
+    micro-batches a step, which SGLang and vLLM run only over DeepEP (vLLM's --enable-dbo
+    needs a DeepEP backend)."""
+    said = assumptions.deepep or assumptions.two_batch_overlap
+    return profile is not None and bool(profile.deepep_exchange or said)

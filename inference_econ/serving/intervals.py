@@ -763,7 +763,7 @@ def ideal(setting: Setting) -> Setting:
     if not a.achievable:
         return setting
     name = "refined" if a.name == "achievable" else a.name
-    bound = dataclasses.replace(a, name=name, engine=None, two_batch_overlap=False)
+    bound = dataclasses.replace(a, name=name, engine=None, two_batch_overlap=False, deepep=False)
     return setting.replace(assumptions=bound)
 
 

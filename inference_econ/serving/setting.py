@@ -170,6 +170,7 @@ _BUILT = (
     "grid_source",
     "costs_file",
     "two_batch_overlap",  # a field of the assumptions
+    "deepep",  # a field of the assumptions
 )
 
 
@@ -450,9 +451,10 @@ def _cap(cap: float | None) -> float:
 def with_overlap(assumptions: Assumptions, values: dict, gpu: GPU, arch) -> Assumptions:
     """The assumptions with two-batch overlap where the values ask for it, checked before any
     work (``model.overlap.check_overlap``: an engine that runs it, on a part it runs on)."""
-    if not values["two_batch_overlap"]:
-        return assumptions
-    assumptions = assumptions.replace(two_batch_overlap=True)
+    if values["deepep"]:
+        assumptions = assumptions.replace(deepep=True)
+    if values["two_batch_overlap"]:
+        assumptions = assumptions.replace(two_batch_overlap=True)
     check_overlap(assumptions, gpu, arch.is_moe, arch.name)
     return assumptions
 

@@ -357,11 +357,14 @@ def figure_class(
     setting: Setting, kind: str, layout: str = "TP", scenario: str | None = None
 ) -> CalibrationClass:
     """The calibration class of a figure of ``kind`` of ``setting``. An engine run with
-    two-batch overlap is an engine of its own here ("sglang+TBO"): no residual measures one,
-    so its figures borrow the nearest class's band, widened (§F12)."""
+    two-batch overlap, or DeepEP's exchange, is an engine of its own here ("sglang+TBO",
+    "vllm+DeepEP"): no residual measures one, so its figures borrow the nearest class's band,
+    widened (§F12)."""
     engine = engine_family(setting.assumptions.engine)
     if setting.assumptions.two_batch_overlap:
         engine += "+TBO"
+    elif setting.assumptions.deepep:
+        engine += "+DeepEP"
     return CalibrationClass(
         kind,
         "MoE" if setting.model.is_moe else "dense",

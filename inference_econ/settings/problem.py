@@ -209,6 +209,15 @@ class ScopeOptions:
         " engine clock (default: one batch a step).",
     )
 
+    deepep: bool = setting(
+        False,
+        help="Exchange a MoE's tokens over DeepEP's all-to-all kernels, as SGLang's"
+        " --moe-a2a-backend deepep and vLLM's deepep backends do, instead of the engine's"
+        " default (an all-gather and a reduce-scatter under attention data parallelism):"
+        " needs --engine sglang or vllm, a MoE model, NVIDIA GPUs on an NVLink switch and the"
+        " engine clock; --two-batch-overlap runs over it (default: the engine's backend).",
+    )
+
     prompt_tokens: float | None = setting(
         None,
         help="Prompt length of a request.",

@@ -326,6 +326,22 @@ TERMS: tuple[Term, ...] = (
 BY_TERM = {t.name: t for t in TERMS}
 
 
+#: The profile terms of each way an engine's launch moves a MoE's tokens (the kinds of
+#: ``measured.overlap_words.EXCHANGE_BACKENDS``, §F7): ``gather`` - the tokens all-gathered
+#: in the activations' format under attention data parallelism, nothing without it (SGLang's
+#: and vLLM's default backends); ``deepep`` - §B11's all-to-all on DeepEP's kernels (their
+#: measured line inside a domain); ``all_to_all`` - §B11's all-to-all on another library's.
+EXCHANGE_TERMS: dict[str, dict[str, float]] = {
+    "gather": {
+        "expert_exchange_by_method": 1,
+        "one_sided_exchange": 0,
+        "gathered_tokens_quantised": 0,
+    },
+    "deepep": {"expert_exchange_by_method": 0, "deepep_exchange": 1},
+    "all_to_all": {"expert_exchange_by_method": 0, "deepep_exchange": 0},
+}
+
+
 #: Terms a profile once had, with why they went: a file that still sets one is refused with
 #: the reason, not with "unknown field".
 REMOVED_TERMS = {
