@@ -76,16 +76,27 @@ _EXCHANGE = re.compile(
     r"(?:\s*[:=]\s*|\s+)['\"]?(?P<value>[^\s;,)'\"|]*)",
     re.I,
 )
+#: An exchange library named in words ("with DeepEP", "MoRI-EP", "pplx-kernels") or by SGLang's
+#: switch before --moe-a2a-backend (``--enable-deepep-moe``, 0.4); read where no backend flag
+#: is; negated ("without DeepEP", "DeepEP off") it says nothing of what ran instead.
+_LIBRARY = re.compile(
+    r"(?P<neg>\b(?:no|not|without)\s+)?(?:--enable-)?\b(?P<lib>deepep|mori|pplx)\b"
+    r"(?:[\s_-]*(?:ep|kernels|moe))?(?P<off>\s+(?:off|disabled|not\s+used))?",
+    re.I,
+)
+LIBRARIES = {"deepep": "deepep", "mori": "all_to_all", "pplx": "all_to_all"}
 
 
 def exchange_of(text, scenario: str | None, notes: str = "", where: str = "") -> str | None:
     """How a row states its engine exchanged a MoE's tokens (``EXCHANGE_BACKENDS``: gather,
     deepep or all_to_all), read from the backend it names in ``batch_or_concurrency`` or else
-    the notes (the row's scenario part); None where it names none. A backend not known, or
-    two of different kinds for one scenario, is the row's ``SpecError``."""
+    the notes (the row's scenario part), or else from a library it names (``_LIBRARY``); None
+    where it names none. A backend not known, or two of different kinds for one scenario, is
+    the row's ``SpecError``."""
     for field, cell in (("batch_or_concurrency", text), ("notes", notes)):
+        part = scenario_part(cell, scenario).text
         found = set()
-        for m in _EXCHANGE.finditer(scenario_part(cell, scenario).text):
+        for m in _EXCHANGE.finditer(part):
             name = m.group("value").lower().replace("-", "_")
             if name not in EXCHANGE_BACKENDS:
                 raise SpecError(
@@ -95,6 +106,12 @@ def exchange_of(text, scenario: str | None, notes: str = "", where: str = "") ->
                     f"give one of {', '.join(sorted(EXCHANGE_BACKENDS))}",
                 )
             found.add(EXCHANGE_BACKENDS[name])
+        if not found:
+            found = {
+                LIBRARIES[m.group("lib").lower()]
+                for m in _LIBRARY.finditer(part)
+                if not (m.group("neg") or m.group("off"))
+            }
         if len(found) > 1:
             raise SpecError(
                 where,

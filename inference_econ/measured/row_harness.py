@@ -21,6 +21,8 @@ WITH_CHUNKING: dict[str, PrefillMode] = {
     "separate": "chunked",
 }
 WITHOUT_CHUNKING: dict[str, PrefillMode] = {"chunked_separate": "separate", "separate": "separate"}
+#: The engines whose launch picks a MoE's exchange backend, which a row's statement sets.
+STATED_EXCHANGE = ("sglang", "vllm")
 #: How the output names a stated expert exchange (``EXCHANGE_TERMS``' kinds).
 EXCHANGE_WORDS = {"gather": "all-gather", "deepep": "DeepEP", "all_to_all": "all-to-all"}
 
@@ -109,13 +111,9 @@ def as_stated(
         if problem is not None:
             why = f"the row states two-batch overlap, which {problem[0]}"
             return f"unresolved: engine {prof.name!r}: {why}"
-    if row.expert_exchange is not None:  # the MoE exchange backend it launched (§F7)
-        if prof.family not in ("sglang", "vllm"):
-            return (
-                f"unresolved: engine {prof.name!r}: the row states an expert exchange backend "
-                "(SGLang's --moe-a2a-backend, vLLM's --all2all-backend), which this engine "
-                "does not take (drop the statement from this row)"
-            )
+    # the MoE exchange backend it launched (§F7): SGLang's and vLLM's; another engine's own
+    # strategy picks its exchange by layout (``expert_exchange_by_method``), kept as it is
+    if row.expert_exchange is not None and prof.family in STATED_EXCHANGE:
         prof = prof.with_terms(**EXCHANGE_TERMS[row.expert_exchange])
     if row.mixed_chunk is not None and prof.family != "sglang":
         return (
@@ -126,10 +124,17 @@ def as_stated(
 
 
 def engine_label(
-    name: str, row: MeasuredRow, named: bool, budget, unknown: bool, harness: Harness, exposed
+    prof: EngineProfile,
+    row: MeasuredRow,
+    named: bool,
+    budget,
+    unknown: bool,
+    harness: Harness,
+    exposed,
 ) -> str:
     """How the output names a row's engine: the profile (``named``: at a version stated or an
     engine given), what the row states of it, and the harness it runs under."""
+    name = prof.name
     label = name if named else f"{name} (version not stated)"
     if not named and row.engine_branch:  # a build of a source branch: no release to place
         label = f"{name} (branch {row.engine_branch} stated, no release version)"
@@ -145,7 +150,7 @@ def engine_label(
         label += f", {row.arch.redundant_experts} redundant experts (EPLB) as stated"
     if row.two_batch_overlap:
         label += ", two-batch overlap as stated"
-    if row.expert_exchange is not None:
+    if row.expert_exchange is not None and prof.family in STATED_EXCHANGE:
         label += f", expert exchange by {EXCHANGE_WORDS[row.expert_exchange]} as stated"
     # the scheduler (§F9): the row's statement, else its harness's, else the engine's own
     said_prompts = row.chunked_prefill is not None or row.mixed_chunk is not None
