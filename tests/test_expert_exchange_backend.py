@@ -114,11 +114,26 @@ def test_a_measured_row_runs_the_exchange_it_states(tmp_path):
     pd.concat([rows, plain]).to_csv(path, index=False)
     t = api.compare_measured(path, preset("achievable")).table
     assert t["engine"].iloc[0] == "sglang, expert exchange by DeepEP as stated"
+    # DeepEP's runs are a class of their own, as a plan with --deepep is ("sglang+DeepEP"):
+    # no residual of the default launch sizes their intervals
+    from inference_econ.measured.intervals import row_class
+    from inference_econ.measured.reading import load_measured
+
+    engines = [row_class(r, "TPOT").engine for r in load_measured(path)[:3]]
+    assert engines == ["sglang+DeepEP", "sglang", "sglang"]
     assert t["engine"].iloc[1] == "sglang, expert exchange by all-gather as stated"
     assert t["predicted"].iloc[1] == pytest.approx(t["predicted"].iloc[2], rel=1e-12)
     assert t["predicted"].iloc[0] < t["predicted"].iloc[1]  # a shorter step
     assert t["status"].iloc[3] == "ok" and "expert exchange" not in t["engine"].iloc[3]
     assert t["predicted"].iloc[3] == pytest.approx(t["predicted"].iloc[4], rel=1e-12)
+
+
+def test_both_deepep_options_refused_for_one_reason_name_both():
+    with pytest.raises(
+        SpecError, match=r"--two-batch-overlap.*\(drop --two-batch-overlap and --deepep\)"
+    ):
+        ie.point("DeepSeek-V3", "MI300X", gpus=8, batch=64, assumptions="achievable",
+                 engine="sglang", deepep=True, two_batch_overlap=True)  # fmt: skip
 
 
 def test_deepep_is_refused_where_no_engine_runs_it():

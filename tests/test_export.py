@@ -1101,7 +1101,9 @@ def test_a_capacity_plan_launches_the_experts_of_its_mean_batch_and_says_which_s
     e, line = simulated_degree(s, (1, 2, 1, 2), 2.0, "trtllm")
     assert e == 1 and "its steps from a micro-batch of 32 run tensor-split, not EP2" in line
     e, line = simulated_degree(s, (1, 2, 2, 2), 2.0, "vllm")
-    assert e == 2 and "vLLM's attention data parallelism needs expert parallelism" in line
+    assert (
+        e == 2 and "expert parallelism being needed for vLLM's attention data parallelism" in line
+    )
     assert simulated_degree(s, (1, 2, 1, 1), 116.0, "trtllm") == (1, "")
     stated = s.replace(assumptions=s.assumptions.replace(expert_parallel_min_batch_per_sparsity=0))
     assert simulated_degree(stated, (1, 2, 1, 2), 2.0, "trtllm") == (2, "")
@@ -1132,4 +1134,6 @@ def test_a_point_launches_its_experts_as_its_decode_steps_are_priced():
     kept = api.export("DeepSeek-V3", "H200", weight_bits=8, engine="sglang", gpus=8, batch=32,
                       prompt_tokens=1000, output_tokens=100, redundant_experts=32)  # fmt: skip
     assert kept.workers[0].expert == 8
-    assert any("redundant experts need expert-parallel MoE layers" in n for n in kept.notes)
+    assert any(
+        "expert-parallel MoE layers are needed for redundant experts" in n for n in kept.notes
+    )

@@ -98,7 +98,8 @@ def point_degree(setting: Setting, degrees, batch: int, engine: str) -> tuple[in
         return e, (
             f"Experts EP{e} at every batch: the model splits them only from a larger "
             f"micro-batch than this point's {batch / p:g} (tensor-split below), but "
-            f"{' and '.join(needs)} need expert-parallel MoE layers; the figures are EP{e}'s."
+            f"expert-parallel MoE layers are needed for {' and '.join(needs)}; the figures are "
+            f"EP{e}'s."
         )
     return 1, (
         f"Experts tensor-split (EP1), as the point's decode steps of {batch / p:g} sequences "
@@ -142,8 +143,7 @@ def simulated_degree(setting: Setting, degrees, batch: float, engine: str) -> tu
     edge = min(least * g.sparsity for g in work.groups if g.experts > 1)
     needs = _expert_parallel_needs(setting, dp, engine)
     if launched > 1:
-        verb = "needs" if len(needs) == 1 else "need"
-        why = f": {' and '.join(needs)} {verb} expert parallelism" if needs else ""
+        why = f", expert parallelism being needed for {' and '.join(needs)}" if needs else ""
         other = f"its steps below a micro-batch of {edge:g} run EP{launched}, not tensor-split"
     else:
         why, other = "", f"its steps from a micro-batch of {edge:g} run tensor-split, not EP{e}"

@@ -64,8 +64,9 @@ def over_deepep(plan) -> bool:
 
 
 def _flag(plan) -> str:
-    """The option a refusal names: two-batch overlap's where the plan has it, else DeepEP's."""
-    return FLAG if overlapped(plan) else DEEPEP_FLAG
+    """The options a refusal of DeepEP's exchange names: those the plan was given."""
+    given = [FLAG] * overlapped(plan) + [DEEPEP_FLAG] * bool(plan.setting.assumptions.deepep)
+    return " and ".join(given)
 
 
 def _it(plan) -> str:
@@ -98,7 +99,8 @@ def vllm_environment(plan, role: str, names: dict) -> tuple[tuple[str, str], ...
 
 
 def _refuse(problem: str, fix: str, flag: str = FLAG):
-    raise SpecError("argument", flag, problem, fix)
+    """One line naming the first of the options ``flag`` names, the problem and the fix."""
+    raise SpecError("argument", flag.split(" and ")[0], problem, fix)
 
 
 def overlap_launches(plan, names: dict) -> tuple[str, ...]:
@@ -152,14 +154,14 @@ def _sglang_limits(plan, version: str, flag: str) -> None:
                 f"the export cannot tell whether {version} splits {s.model.name}'s batches in "
                 "two: its file names no checkpoint (hf_repository) of a family whose Hugging "
                 "Face architecture the export knows",
-                f"drop {flag}",
+                f"drop {FLAG}",
                 flag,
             )
         if arch not in SGLANG_SPLITS:
             _refuse(
                 f"{version} splits a batch in two for DeepSeek-V2/V3 and Qwen3 MoE layers only, "
                 f"not {arch}, {s.model.name}'s architecture",
-                f"drop {flag}, or export for vllm",
+                f"drop {FLAG}, or export for vllm",
                 flag,
             )
     bits = float(s.precision.weight_bits)

@@ -53,7 +53,9 @@ def row_class(row, kind: str) -> sp.CalibrationClass:
         "MoE" if moe else "dense",
         layout,
         sp.generation(row.gpu.name),
-        sp.engine_family(row.engine),
+        sp.engine_variant(
+            sp.engine_family(row.engine), row.two_batch_overlap, row.expert_exchange == "deepep"
+        ),
         str(row.scenario),
         row.arch.name,
     )
@@ -88,6 +90,8 @@ def add_intervals(table, rows):
             r.layout,
             r.disaggregated,
             r.engine,
+            r.two_batch_overlap,
+            r.expert_exchange,
             r.scenario,
         )
         if key not in found:

@@ -61,10 +61,8 @@ def overlap_problem(profile, kernel_tables, gpu, is_moe: bool, model: str, flag:
         why = f"is not run by the {profile.name} engine profile (only SGLang's and vLLM's)"
         return why, "use --engine sglang or --engine vllm"
     if platform_of(gpu) != "cuda" or gpu.interconnect != "switch":
-        why = (
-            f"runs over DeepEP, which needs NVIDIA GPUs joined by an NVLink switch; {gpu.name} "
-            "is not such a part"
-        )
+        lead = "runs over DeepEP, which needs" if flag.startswith(FLAG) else "needs"
+        why = f"{lead} NVIDIA GPUs joined by an NVLink switch; {gpu.name} is not such a part"
         return why, f"drop {flag}"
     if kernel_tables:
         why = "is not priced by the kernel clock, whose tables time TensorRT-LLM's kernels"
@@ -79,16 +77,19 @@ def overlap_problem(profile, kernel_tables, gpu, is_moe: bool, model: str, flag:
 def check_overlap(assumptions, gpu, is_moe: bool, model: str) -> None:
     """Refuse two-batch overlap, or DeepEP's exchange, where no engine runs it
     (``overlap_problem``); nothing to do without them."""
-    for on, flag, what in (
-        (assumptions.two_batch_overlap, FLAG, "two-batch overlap"),
-        (assumptions.deepep, DEEPEP_FLAG, "DeepEP's exchange"),
-    ):
-        if not on:
-            continue
-        profile, tables = assumptions.profile(), assumptions.kernel_tables
-        problem = overlap_problem(profile, tables, gpu, is_moe, model, flag)
-        if problem is not None:
-            raise SpecError("argument", flag, f"{what} {problem[0]}", problem[1])
+    given = [
+        f
+        for on, f in ((assumptions.two_batch_overlap, FLAG), (assumptions.deepep, DEEPEP_FLAG))
+        if on
+    ]
+    if not given:
+        return
+    what = "two-batch overlap" if assumptions.two_batch_overlap else "DeepEP's exchange"
+    profile, tables = assumptions.profile(), assumptions.kernel_tables
+    # every reason holds for both: the fix names each option given
+    problem = overlap_problem(profile, tables, gpu, is_moe, model, " and ".join(given))
+    if problem is not None:
+        raise SpecError("argument", given[0], f"{what} {problem[0]}", problem[1])
 
 
 def micro_batches(family: str, tokens_per_rank, ranks=1.0) -> Floats:

@@ -353,6 +353,15 @@ def _widening(value, source: str) -> dict[str, tuple[float, ...]]:
 DEFAULT_SCENARIOS = {"throughput": "offline", "TPOT": "closed_loop", "TTFT": "server"}
 
 
+def engine_variant(family: str, two_batch_overlap, deepep) -> str:
+    """A class's engine: the family, marked where its MoE runs two micro-batches a step over
+    DeepEP ("+TBO") or DeepEP's exchange alone ("+DeepEP"), which no residual of the family's
+    default launch measures."""
+    if two_batch_overlap:
+        return family + "+TBO"
+    return family + "+DeepEP" if deepep else family
+
+
 def figure_class(
     setting: Setting, kind: str, layout: str = "TP", scenario: str | None = None
 ) -> CalibrationClass:
@@ -360,11 +369,8 @@ def figure_class(
     two-batch overlap, or DeepEP's exchange, is an engine of its own here ("sglang+TBO",
     "vllm+DeepEP"): no residual measures one, so its figures borrow the nearest class's band,
     widened (§F12)."""
-    engine = engine_family(setting.assumptions.engine)
-    if setting.assumptions.two_batch_overlap:
-        engine += "+TBO"
-    elif setting.assumptions.deepep:
-        engine += "+DeepEP"
+    a = setting.assumptions
+    engine = engine_variant(engine_family(a.engine), a.two_batch_overlap, a.deepep)
     return CalibrationClass(
         kind,
         "MoE" if setting.model.is_moe else "dense",
