@@ -8,6 +8,7 @@ import numpy as np
 
 from ..serving import intervals as iv
 from ..serving import support as sp
+from .row_harness import stated_exchange
 
 #: The batch an engine forms on offline and served rows, requests per instance (about a
 #: thousand requests per node, half of them decoding): the regime rule's assumption.
@@ -48,14 +49,13 @@ def row_class(row, kind: str) -> sp.CalibrationClass:
         )
     else:
         layout = "unstated" if moe else "TP"
+    family = sp.engine_family(row.engine)
     return sp.CalibrationClass(
         kind,
         "MoE" if moe else "dense",
         layout,
         sp.generation(row.gpu.name),
-        sp.engine_variant(
-            sp.engine_family(row.engine), row.two_batch_overlap, row.expert_exchange == "deepep"
-        ),
+        sp.engine_variant(family, row.two_batch_overlap, stated_exchange(row, family) == "deepep"),
         str(row.scenario),
         row.arch.name,
     )

@@ -27,6 +27,13 @@ STATED_EXCHANGE = ("sglang", "vllm")
 EXCHANGE_WORDS = {"gather": "all-gather", "deepep": "DeepEP", "all_to_all": "all-to-all"}
 
 
+def stated_exchange(row: MeasuredRow, family: str) -> str | None:
+    """The MoE exchange a row runs with as it states it (§F7): SGLang's and vLLM's launch picks
+    the backend; another engine's own strategy picks its exchange by layout, the statement
+    left aside (None)."""
+    return row.expert_exchange if family in STATED_EXCHANGE else None
+
+
 @dataclass(frozen=True)
 class Harness:
     """How a row's benchmark harness runs its engine: the harness (None: none applies, the
@@ -111,10 +118,9 @@ def as_stated(
         if problem is not None:
             why = f"the row states two-batch overlap, which {problem[0]}"
             return f"unresolved: engine {prof.name!r}: {why}"
-    # the MoE exchange backend it launched (§F7): SGLang's and vLLM's; another engine's own
-    # strategy picks its exchange by layout (``expert_exchange_by_method``), kept as it is
-    if row.expert_exchange is not None and prof.family in STATED_EXCHANGE:
-        prof = prof.with_terms(**EXCHANGE_TERMS[row.expert_exchange])
+    exchange = stated_exchange(row, prof.family)  # the MoE exchange backend it launched (§F7)
+    if exchange is not None:
+        prof = prof.with_terms(**EXCHANGE_TERMS[exchange])
     if row.mixed_chunk is not None and prof.family != "sglang":
         return (
             f"unresolved: engine {prof.name!r}: the row states enable_mixed_chunk, SGLang's "
@@ -150,8 +156,9 @@ def engine_label(
         label += f", {row.arch.redundant_experts} redundant experts (EPLB) as stated"
     if row.two_batch_overlap:
         label += ", two-batch overlap as stated"
-    if row.expert_exchange is not None and prof.family in STATED_EXCHANGE:
-        label += f", expert exchange by {EXCHANGE_WORDS[row.expert_exchange]} as stated"
+    exchange = stated_exchange(row, prof.family)
+    if exchange is not None:
+        label += f", expert exchange by {EXCHANGE_WORDS[exchange]} as stated"
     # the scheduler (§F9): the row's statement, else its harness's, else the engine's own
     said_prompts = row.chunked_prefill is not None or row.mixed_chunk is not None
     prompts = f"{harness.prefill} prompts" + (" as stated" if said_prompts else "")
