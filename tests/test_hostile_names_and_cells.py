@@ -160,6 +160,27 @@ def test_a_measured_value_beyond_any_measurement_is_the_rows_reason(value, tmp_p
     assert got[1].status.startswith("unresolved: value: is") and "<= 1e+18" in got[1].status
 
 
+def test_rows_of_one_configuration_whose_values_cannot_be_read_each_name_their_own(tmp_path):
+    """Rows differing only in their value share one reading; an unreadable value's reason had
+    been the first such row's ("value '6.4k'" said of '~6430' and '6430 tok/s')."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from inference_econ.measured.reading import load_measured
+
+    rows = pd.read_csv(Path(__file__).resolve().parent.parent / "examples" / "measured-rows.csv")
+    rows = pd.concat([rows.head(1)] * 4, ignore_index=True).astype({"value": str})
+    rows.loc[1:, "value"] = ["6.4k", "~6430", "6430 tok/s"]
+    path = tmp_path / "rows.csv"
+    rows.to_csv(path, index=False)
+    got = [r.status for r in load_measured(str(path))]
+    assert got[0] == "ok"
+    assert got[1:] == [
+        f"unresolved: value {v!r} is not a number" for v in ("6.4k", "~6430", "6430 tok/s")
+    ]
+
+
 def test_compare_measured_reports_its_progress_on_rows_under_load(monkeypatch):
     """A whole MLPerf file ran for minutes with no output: rows the load engine simulates are
     counted to ``progress`` (the CLI prints them every ten seconds, ``-q`` silences it). The

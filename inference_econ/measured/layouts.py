@@ -68,22 +68,32 @@ def attention_words(tensor: int, ranks: int) -> list[str]:
 
 
 #: Attention data parallelism: "attn-DP", "attention-DP", "attention data parallel",
-#: "DP-attention", "DP8 attention", "DPA", "--enable-dp-attention" (SGLang); a degree written
-#: with it is the attention's.
+#: "DP-attention", "DP8 attention", "DPA", "ADP8" (TensorRT-LLM's attention DP),
+#: "--enable-dp-attention" (SGLang); a degree written with it is the attention's.
 _ATTENTION_DP = re.compile(
     r"(?:attn|attention)[\s_-]*(?:dp|data[\s_-]*parallel(?:ism)?)"
     # a degree after it ("attention-DP 8"), not a count of copies ("attn-DP 2 instances")
     r"(?:\s*(\d+)(?!\d|\s*(?:[x×]|instances?\b|replicas?\b|copies\b|engines?\b)))?"
-    r"|dp\s*(\d*)[\s_-]*(?:attn|attention)|\bdpa\b",
+    r"|dp\s*(\d*)[\s_-]*(?:attn|attention)|\bdpa\b|(?<![A-Za-z])adp(?:\s*(\d+))?(?![A-Za-z])",
     re.IGNORECASE,
 )
+#: TensorRT-LLM's wide expert parallelism ("WideEP 32", "wide-EP", its WIDEEP MoE backend),
+#: which runs with attention data parallelism only (WideEPMoE: "Attention DP should be used
+#: with WideEP", tensorrt_llm/_torch/modules/fused_moe/fused_moe_wide_ep.py): read as an
+#: expert degree ("EP 32") with attention DP.
+_WIDE_EP = re.compile(r"(?<![A-Za-z])wide[\s_-]*ep(?![A-Za-z])", re.IGNORECASE)
 #: Launch flags naming degrees: "--tp 8", "--tensor-parallel-size 8", "tp_size=8".
 _FLAGS = {
-    "TP": r"tp|tp[-_]size|tensor[-_]parallel(?:[-_]size)?",
-    "PP": r"pp|pp[-_]size|pipeline[-_]parallel(?:[-_]size)?",
-    "DP": r"dp|dp[-_]size|data[-_]parallel(?:[-_]size)?",
-    "EP": r"ep|ep[-_]size|expert[-_]parallel(?:[-_]size)?",
+    "TP": r"tp|tp[-_]size|tensor[\s_-]parallel(?:ism)?(?:[-_]size)?",
+    "PP": r"pp|pp[-_]size|pipeline[\s_-]parallel(?:ism)?(?:[-_]size)?",
+    "DP": r"dp|dp[-_]size|data[\s_-]parallel(?:ism)?(?:[-_]size)?",
+    "EP": r"ep|ep[-_]size|expert[\s_-]parallel(?:ism)?(?:[-_]size)?",
 }
+#: A degree written "8-way": "8-way tensor parallel", "8-way EP" (as "tensor parallel 8", "EP8").
+_WAY = re.compile(
+    r"(\d+)[\s-]*way\s+(tensor|pipeline|expert|data|TP|PP|EP|DP)\b(?:[\s_-]*parallel(?:ism)?)?",
+    re.IGNORECASE,
+)
 _FLAG = re.compile(
     r"(?:--?|\b)(?:"
     + "|".join(f"(?P<{k}>{v})" for k, v in _FLAGS.items())
@@ -108,12 +118,15 @@ def _degrees(
     tokens, TensorRT-LLM's DEP/TEP and launch flags. A degree below 1 or one the model does
     not read (context or sequence parallelism) is an error."""
     text = re.sub(r"(\d)\s*[x×]\s*(?=[A-Za-z])", r"\1 x ", raw)
+    text = _WAY.sub(lambda m: f" {m.group(2)[0]}P{m.group(1)} ", text)
     found: list[tuple[str, int]] = []
-    attention = False
+    attention = bool(_WIDE_EP.search(text))
+    text = _WIDE_EP.sub(" EP", text)
     for m in _ATTENTION_DP.finditer(text):
         attention = True
-        if m.group(1) or m.group(2):
-            found.append(("DP", int(m.group(1) or m.group(2))))
+        degree = m.group(1) or m.group(2) or m.group(3)
+        if degree:
+            found.append(("DP", int(degree)))
     text = _ATTENTION_DP.sub(" ", text)
     for m in _FLAG.finditer(text):
         found.append((next(k for k in _FLAGS if m.group(k)), int(m.group("n"))))
@@ -161,8 +174,11 @@ def layout_of(
     (eight replicas), "TP8 (EP8, attn-DP)", "TP8 DP2 attn-DP", "DP2 TP4", "DEP8", "--tp 8 --dp 8
     --enable-dp-attention". With attention data parallelism a DP degree is the attention's ranks
     (an instance spans max(TP, DP) GPUs; "TP8 DP2 attn-DP": two ranks of attention TP4; without
-    a DP degree every GPU attends alone), otherwise DP counts replicas. Without a replica count an
-    instance is repeated over the row's GPUs. Degrees must be whole numbers >= 1 that fit the
+    a DP degree every GPU attends alone), otherwise DP counts replicas, unless more experts are
+    split than one replica's GPUs ("DP8 EP8", "DP4 TP2 EP8": ranks sharing their experts, as
+    vLLM's data parallelism with expert parallelism runs). An expert degree alone is the tensor
+    group's ("EP8": TP8 EP8; "ADP8 EP8", "WideEP 8": with attention DP). Without a replica count
+    an instance is repeated over the row's GPUs. Degrees must be whole numbers >= 1 that fit the
     row's GPUs: anything else is an error naming the field."""
     if is_missing(text):
         return None
@@ -174,13 +190,20 @@ def layout_of(
                 where, field, f"{raw!r} names a degree without its number", "write e.g. TP8"
             )
         return None  # free text ("n/a (see configs)", "world size 8"): the operator's choice
-    tp, pp, dp = degrees.get("TP", 1), degrees.get("PP", 1), degrees.get("DP", 1)
+    pp, dp, ep = degrees.get("PP", 1), degrees.get("DP", 1), degrees.get("EP")
+    # an expert degree with no tensor degree: the engines split experts within the tensor group
+    # (TensorRT-LLM's moe_expert_parallel_size, SGLang's --ep-size), so "EP8" is TP8 EP8 and
+    # "ADP8 EP8" attention DP over it; "DP4 TP2 EP8" keeps its TP2 (vLLM's ranks, below)
+    alone = bool(ep) and (attention_dp or "DP" not in degrees)
+    tp = degrees.get("TP") or (ep if alone else 1)
     ranks = 1
     if attention_dp:  # a DP degree stated with it is the attention's ranks, else the whole group
         ranks = dp if "DP" in degrees else tp
         tp, dp = max(tp, dp), 1
-    elif degrees.get("EP") == 0 and dp > 1:
-        # vLLM: data-parallel ranks of attention TP each, sharing their experts over them all
+    elif dp > 1 and (ep == 0 or (ep and ep > tp * pp)):
+        # vLLM's --data-parallel-size with --enable-expert-parallel, or data-parallel ranks with
+        # more experts split than one rank's GPUs ("DP8 EP8", "DP4 TP2 EP8"): ranks of attention
+        # TP each, sharing their experts over them all
         tp, dp, ranks = tp * dp, 1, dp
     if tp % ranks:
         raise SpecError(
@@ -196,6 +219,11 @@ def layout_of(
     else:
         replicas = dp * (copies or 1)
     layout = Layout(tp, pp, expert, ranks, replicas)
+    if layout.gpus != gpus and "DP" in degrees and ranks == 1 and tp % dp == 0:
+        # SGLang's "--tp 8 --dp 8": the DP ranks within the tensor group (its DP attention),
+        # where that is the one reading that fits the row's GPUs
+        within = Layout(tp, pp, expert, dp, copies or 1)
+        layout = within if within.gpus == gpus else layout
     if layout.gpus != gpus:
         raise SpecError(
             where,

@@ -190,7 +190,7 @@ def lengths_of(input_text, output_text, benchmark: Benchmark | None = None) -> L
     (OpenOrca, OpenOrca+GSM8K+MBXP, CNN-DailyMail) or the row's MLPerf ``benchmark`` gives the
     figures the row does not state (``datasets/mlperf.yaml``); both from the dataset keep its
     measured contexts."""
-    n_in, n_out = number(input_text), number(output_text)
+    n_in, n_out = token_count(input_text), token_count(output_text)
     stated = [v for pair in (_mean_sd(input_text), _mean_sd(output_text)) if pair for v in pair]
     if not all(math.isfinite(v) for v in stated):
         return f"lengths {str(input_text)!r} / {str(output_text)!r} are not finite numbers"
@@ -236,9 +236,24 @@ def lengths_of(input_text, output_text, benchmark: Benchmark | None = None) -> L
     )
 
 
-def _mean_sd(text) -> tuple[float, float] | None:
-    """(mean, sd) of "480", "480 mean", "480 mean (sd 240)", "mean 480 (sd 240)"."""
+#: A length in thousands of tokens as engine tables and blog posts write it ("1K", "8k", "32K").
+_KILO_TOKENS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*k\s*$", re.IGNORECASE)
+
+
+def token_count(text) -> float | None:
+    """A length in tokens: a plain number, or "1K" / "8k" as 1,024 and 8,192 (the runs such
+    tables call 1K/1K and 8K/1K are 1,024 and 8,192 tokens: TensorRT-LLM's performance overview
+    and blogs, SemiAnalysis' InferenceMAX); None where it is neither."""
     value = number(text)
+    if value is not None:
+        return value
+    m = _KILO_TOKENS.match(str(text))
+    return float(m.group(1)) * 1024.0 if m else None
+
+
+def _mean_sd(text) -> tuple[float, float] | None:
+    """(mean, sd) of "480", "8K", "480 mean", "480 mean (sd 240)", "mean 480 (sd 240)"."""
+    value = token_count(text)
     if value is not None:
         return value, 0.0
     m = re.match(

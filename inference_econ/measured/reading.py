@@ -317,9 +317,10 @@ def _resolved_once(
 
     try:  # the value and the metric are the row's own (not inherited)
         value = _value(rec, sem.metric_of(rec["metric"]), f"{path}, row {line}")
-        key = (key, value is None)
-        known = resolved.get(key)
+        known = resolved.get(key) if value is not None else None
     except (SpecError, TypeError):  # a bad value (its own reason) or an unhashable cell
+        return read()
+    if value is None:  # no value read: its reason names this row's own cell
         return read()
     if known is None:
         known = resolved[key] = read()

@@ -11,7 +11,7 @@ import math
 import re
 from functools import lru_cache
 
-from ..errors import SpecError
+from ..errors import SpecError, UnknownNameError
 from ..specs.architecture import Architecture, load_model
 from ..specs.catalog import find, is_host_part, resolve_system_name
 from ..specs.engine import select_engine
@@ -107,11 +107,50 @@ def engine_profile(name: str):
         raise SpecError("", "engine", exc.problem, exc.fix) from None
 
 
+#: A Hugging Face repository id, "organisation/name" ("deepseek-ai/DeepSeek-R1-0528").
+_REPOSITORY = re.compile(r"^[A-Za-z0-9][\w.-]*/([\w.-]+)$")
+#: What a release's name adds to its architecture's, read off the end one at a time: its
+#: checkpoint format ("-FP8", "-NVFP4-v2", "-FP8-dynamic", "-AWQ"; the row's precision column
+#: says the format), its date ("-0528", "-2507"), a revision ("-v0.1") and a thinking variant.
+_RELEASE_TAGS = re.compile(
+    r"[-_ ]+(?:(?:nv|mx)?fp(?:4|8|16)(?:[-_ ]+(?:v\d+|dynamic|static|block))?|bf16|int[48]|awq"
+    r"|gptq|w4a16|w8a8|w4a8|\d{4}|v\d+(?:\.\d+)*|thinking)$",
+    re.IGNORECASE,
+)
+
+
 @lru_cache(maxsize=512)
 def resolve_model(name: str) -> Architecture:
     """A benchmark's model name to a model spec: parenthesised notes ("(MLPerf v4.1
-    Server)") and suffixes (-Instruct, -Chat) dropped, "Llama-3.1-70B" read as "Llama 3.1 70B"."""
+    Server)") and suffixes (-Instruct, -Chat) dropped, "Llama-3.1-70B" read as "Llama 3.1 70B".
+    A name no spec has is then read as a release of one (``_release_names``): a Hugging Face
+    repository id by its name, the tags a release adds to its architecture's name dropped
+    (format, date, revision), a "v" before a version number read away ("LLaMA v4 Maverick")."""
     text = re.sub(r"\([^)]*\)|\"[^\"]*\"", " ", str(name)).strip()
+    try:
+        return _catalog_model(text)
+    except SpecError as first:
+        for candidate in _release_names(text):
+            try:
+                return _catalog_model(candidate)
+            except SpecError:
+                continue
+        if not _REPOSITORY.match(text):
+            raise
+        hint = first.fix if first.fix.startswith("did you mean") else ""
+        raise UnknownNameError(
+            first.source,
+            first.field,
+            f"no model named {text!r} (a repository id, read by its name)",
+            hint
+            or "give a name 'inference-econ list models' shows, or import the checkpoint "
+            "with 'inference-econ import-hf' and give its file",
+        ) from None
+
+
+def _catalog_model(text: str) -> Architecture:
+    """The catalog's model ``text`` names, its trailing words of ``SUFFIXES`` dropped one by one
+    until a name is found (``load_model``'s error for the text as given otherwise)."""
     tokens = [t for t in re.split(r"[-_ ]+", text) if t]
     while tokens:
         try:
@@ -121,7 +160,32 @@ def resolve_model(name: str) -> Architecture:
                 tokens = tokens[:-1]
                 continue
             break
-    return load_model(str(name).strip())
+    return load_model(text.strip())
+
+
+def _release_names(text: str) -> list[str]:
+    """The names a release's name may stand for, in the order tried: a repository id's own
+    name, then that name without each further trailing release tag (``_RELEASE_TAGS``, and
+    ``SUFFIXES`` words between them: "Llama-3.3-70B-Instruct-FP8"), then each of those with a
+    "v" before a version number read away ("LLaMA v3.3 70B" as "LLaMA 3.3 70B")."""
+    m = _REPOSITORY.match(text)
+    base = m.group(1) if m else text
+    names = [base] if m else []
+    first = base
+    while True:
+        cut = _RELEASE_TAGS.sub("", base).rstrip("-_ ")
+        words = [t for t in re.split(r"[-_ ]+", cut) if t]
+        while words and words[-1].lower() in SUFFIXES and len(words) > 1:
+            words.pop()
+        cut = " ".join(words)
+        if not cut or cut == base:
+            break
+        names.append(cut)
+        base = cut
+    unversioned = [
+        re.sub(r"(?i)(?<![A-Za-z])v(?=\d)", "", n) for n in dict.fromkeys([first, *names])
+    ]
+    return names + [n for n in unversioned if n not in names and n != text]
 
 
 def basis_of(rec, metric, gpus, count, gpu, decode_gpus) -> tuple[str, int]:

@@ -92,6 +92,7 @@ _NAMES = {
     "per_user_output_speed": "user_speed",
     "per_user_speed": "user_speed",
     "per_user_throughput": "user_speed",
+    "per_user_output_throughput": "user_speed",
     "tokens_per_s_per_user": "user_speed",
     "tok_per_s_per_user": "user_speed",
     "output_tokens_per_s_per_user": "user_speed",
@@ -117,7 +118,8 @@ _STATISTICS = {"mean": "mean", "avg": "mean", "average": "mean", "median": "medi
 _STAT = re.compile(
     r"^(mean|avg|average|median|p\d+(?:\.\d+)?)_(.+)$|^(.+)_(mean|avg|average|median|p\d+(?:\.\d+)?)$"
 )
-_PER_SUFFIX = re.compile(r"^(.+?)_per_(gpu|node|decode_gpu)$")
+#: What a figure is per, written last or first ("Per GPU Output Throughput": trtllm-bench's).
+_PER = re.compile(r"^(?:(.+?)_per_(gpu|node|decode_gpu)|per_(gpu|node|decode_gpu)_(.+))$")
 #: Quantities measured in time (unit "ms", "s" or "us"), with any statistic ("ttft_p99",
 #: "tpot_median"); the rest are rates or counts.
 TIME_QUANTITIES = ("tpot", "itl", "ttft", "e2e_latency", "ttft_single")
@@ -170,10 +172,13 @@ DIVISIBLE = (*RATES, "streams")
 
 
 def _normalise(name: str) -> str:
-    text = re.sub(r"\([^)]*\)", " ", str(name).strip().lower())
+    """A metric name as ``_NAMES`` spells it ("Average time-per-output-token [TPOT]": notes in
+    brackets dropped; "tokens per second per GPU": tokens_per_s_per_gpu)."""
+    text = re.sub(r"\([^)]*\)|\[[^\]]*\]", " ", str(name).strip().lower())
     text = re.sub(r"\btok(en)?s?/s\b", lambda m: m.group(0).replace("/s", "_per_s"), text)
     text = text.replace("/", "_per_")
-    return re.sub(r"_+", "_", re.sub(r"[^a-z0-9.]+", "_", text)).strip("_")
+    text = re.sub(r"_+", "_", re.sub(r"[^a-z0-9.]+", "_", text)).strip("_")
+    return re.sub(r"_per_sec(?:ond)?(?=_|$)", "_per_s", text)
 
 
 def _quantity(base: str, statistic: str) -> str | None:
@@ -197,9 +202,9 @@ def metric_of(name: str) -> Metric | None:
         return Metric(_MICRO[raw], micro=True)
     text = _normalise(raw)
     per = None
-    m = _PER_SUFFIX.match(text)
+    m = _PER.match(text)
     if m and text not in _NAMES:
-        text, per = m.group(1), m.group(2)
+        text, per = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
     if text in _NAMES:
         return Metric(_NAMES[text], per)
     m = _STAT.match(text)

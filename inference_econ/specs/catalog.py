@@ -302,9 +302,12 @@ def _unknown(kind: str, text: str, tried: str = "") -> UnknownNameError:
 
 # --- benchmark system names ------------------------------------------------------------------
 
-#: Words that name a vendor or product line, or how the part is offered, not a part.
+#: Words that name a vendor or product line, or how the part is offered, not a part (NVIDIA's
+#: DGX and HGX systems carry the SXM part their name gives: "DGX H200" is eight H200 SXM).
 _VENDOR_WORDS = {
     "nvidia",
+    "dgx",
+    "hgx",
     "amd",
     "instinct",
     "google",

@@ -1,0 +1,187 @@
+"""Measured results as engine tables, benchmark tools and blog posts write them: Hugging Face
+repository ids and release names for models, attention-DP and expert-parallel layouts in the
+engines' own notations, trtllm-bench's metric labels, lengths in "K" and system names. Each is
+read as the catalog's spelling of the same thing, or refused in one line naming what it read
+(docs/user-guide.md, "Measured results: the CSV format")."""
+
+import pytest
+
+from inference_econ.api import compare_measured
+from inference_econ.errors import SpecError
+from inference_econ.measured import layouts
+from inference_econ.measured import semantics as sem
+from inference_econ.measured.mlperf import token_count
+from inference_econ.measured.resolving import hardware_of, resolve_model
+from inference_econ.model.assumptions import preset
+
+
+@pytest.mark.parametrize(
+    "name, model",
+    [
+        # TensorRT-LLM's performance overview: its model list (repository ids) and its headings
+        ("nvidia/DeepSeek-R1-0528-NVFP4-v2", "DeepSeek-R1"),
+        ("deepseek-ai/DeepSeek-R1-0528", "DeepSeek-R1"),
+        ("nvidia/Qwen3-235B-A22B-FP8", "Qwen3-235B-A22B"),
+        ("nvidia/Qwen3-30B-A3B-FP4", "Qwen3-30B-A3B"),
+        ("nvidia/Llama-3.3-70B-Instruct-FP4", "Llama 3.3 70B"),
+        ("nvidia/Llama-4-Maverick-17B-128E-Instruct-NVFP4", "Llama 4 Maverick"),
+        ("openai/gpt-oss-120b", "gpt-oss-120b"),
+        ("Deepseek R1 0528", "DeepSeek-R1"),
+        ("LLaMA v4 Maverick", "Llama 4 Maverick"),
+        ("LLaMA v3.3 70B", "Llama 3.3 70B"),
+        # releases of an architecture: a date, a revision, a thinking variant, a format
+        ("Qwen/Qwen3-235B-A22B-Thinking-2507-FP8", "Qwen3-235B-A22B"),
+        ("moonshotai/Kimi-K2-Instruct-0905", "Kimi K2"),
+        ("deepseek-ai/DeepSeek-V3-0324", "DeepSeek-V3"),
+        ("mistralai/Mixtral-8x7B-Instruct-v0.1", "Mixtral 8x7B"),
+        # a revision the catalog names apart keeps its own file
+        ("mistralai/Mistral-7B-Instruct-v0.3", "Mistral 7B v0.3"),
+        ("DeepSeek-V2", "DeepSeek-V2"),
+    ],
+)
+def test_a_release_name_reads_as_its_architecture(name, model):
+    assert resolve_model(name).name == model
+
+
+@pytest.mark.parametrize(
+    "name, said",
+    [
+        ("deepseek-ai/DeepSeek-V2-Lite", "did you mean"),
+        ("zai-org/GLM-4.5-Air", "did you mean"),
+        ("nvidia/Nemotron-Super-49B-FP8", "import-hf"),
+    ],
+)
+def test_another_architecture_is_not_read_as_a_near_name(name, said):
+    """A release whose name, less its tags, is still no catalog name is refused in one line that
+    names the text, not mapped to the nearest architecture."""
+    with pytest.raises(SpecError) as caught:
+        resolve_model(name)
+    message = str(caught.value)
+    assert name in message and said in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "text, gpus, expected",
+    [
+        # an expert degree alone is the tensor group's (TP8 EP8)
+        ("EP8", 8, (8, 1, 8, 1, 1)),
+        ("PP2 EP4", 8, (4, 2, 4, 1, 1)),
+        # data-parallel ranks sharing experts split wider than one rank: vLLM's DP with EP
+        ("DP8 EP8", 8, (8, 1, 8, 8, 1)),
+        ("DP4 TP2 EP8", 8, (8, 1, 8, 4, 1)),
+        # TensorRT-LLM's ADP and its wide EP (which runs with attention DP only)
+        ("ADP8 EP8", 8, (8, 1, 8, 8, 1)),
+        ("TP8 EP8 ADP", 8, (8, 1, 8, 8, 1)),
+        ("WideEP 8", 8, (8, 1, 8, 8, 1)),
+        ("WideEP 16", 32, (16, 1, 16, 16, 2)),
+        ("DEP2,PP2", 4, (2, 2, 2, 2, 1)),
+        # SGLang's --tp 8 --dp 8 (--ep 8): DP ranks within the tensor group, where replicas of
+        # TP8 would need 64 GPUs; launch words and "8-way"
+        ("TP8 EP8 DP8", 8, (8, 1, 8, 8, 1)),
+        ("TP8 DP2", 8, (8, 1, None, 2, 1)),
+        ("DP=8, EP=8", 8, (8, 1, 8, 8, 1)),
+        ("tensor parallel 8, expert parallel 8", 8, (8, 1, 8, 1, 1)),
+        ("8-way expert parallel", 8, (8, 1, 8, 1, 1)),
+        # as before: DP without experts wider than a rank counts replicas
+        ("DP2 TP4", 8, (4, 1, None, 1, 2)),
+        ("TP8 DP2", 16, (8, 1, None, 1, 2)),
+        ("TP4 EP4 DP2", 8, (4, 1, 4, 1, 2)),
+        ("DEP8", 8, (8, 1, 8, 8, 1)),
+        ("TEP8", 8, (8, 1, 8, 1, 1)),
+    ],
+)
+def test_engine_layout_notations_read_as_the_layout_they_launch(text, gpus, expected):
+    lay = layouts.layout_of(text, gpus, "rows.csv, row 2")
+    got = (lay.tensor, lay.pipeline, lay.expert, lay.attention_ranks, lay.replicas)
+    assert got == expected and lay.gpus == gpus
+
+
+def test_an_expert_degree_past_a_stated_tensor_degree_is_still_refused():
+    with pytest.raises(SpecError, match="larger than the instance"):
+        layouts.layout_of("TP1 EP8", 8, "rows.csv, row 2")
+
+
+def test_a_layout_no_reading_fits_is_refused_as_its_replicas_would_run():
+    """TP4 DP4 on 8 GPUs: four replicas of TP4 need 16, four ranks within TP4 give 4."""
+    with pytest.raises(SpecError, match="uses 16 GPUs but the row has 8"):
+        layouts.layout_of("TP4 DP4", 8, "rows.csv, row 2")
+
+
+@pytest.mark.parametrize(
+    "name, quantity, per",
+    [
+        ("Per GPU Output Throughput", "throughput", "gpu"),
+        ("Output tokens per second per GPU", "throughput", "gpu"),
+        ("output_tokens_per_second_per_gpu", "throughput", "gpu"),
+        ("Per User Output Throughput", "user_speed", None),
+        ("Average time-per-output-token [TPOT]", "tpot", None),
+        ("Per User Output Speed [1/TPOT]", "user_speed", None),
+        ("Request Throughput (req/sec)", "request_throughput", None),
+    ],
+)
+def test_trtllm_bench_report_labels_are_metric_names(name, quantity, per):
+    metric = sem.metric_of(name)
+    assert metric is not None and (metric.quantity, metric.per) == (quantity, per)
+
+
+@pytest.mark.parametrize(
+    "text, tokens", [("1K", 1024.0), ("8k", 8192.0), ("32K", 32768.0), ("1000", 1000.0)]
+)
+def test_lengths_in_k_are_thousands_of_1024_tokens(text, tokens):
+    assert token_count(text) == tokens
+
+
+@pytest.mark.parametrize("text", ["1KB", "k", "1K2"])
+def test_other_lengths_with_a_k_are_not_token_counts(text):
+    assert token_count(text) is None
+
+
+@pytest.mark.parametrize(
+    "text, part",
+    [
+        ("DGX H200", "H200-SXM"),
+        ("HGX H100", "H100-SXM"),
+        ("H200 SXM 141GB (DGX H200)", "H200-SXM"),
+        ("RTX 6000 Pro Blackwell Server Edition", "RTX-PRO-6000-BSE"),
+        ("DGX Spark", None),
+    ],
+)
+def test_system_names_of_engine_tables_are_their_parts(text, part):
+    gpu, _, reason = hardware_of(text)
+    assert (gpu.name if gpu is not None else None) == part
+    assert bool(reason) == (part is None)
+
+
+HEADER = (
+    "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,"
+    "output_len,metric,value,unit,notes,licence"
+)
+SOURCE = (
+    '"NVIDIA/TensorRT-LLM docs/source/developer-guide/perf-overview.md @03e27c7d5ff0c6e89f8328838c0a8e64f1b34f9d'
+    ' (TensorRT-LLM 1.2; trtllm-bench throughput, PyTorch backend, max load)"'
+)
+
+
+def test_a_figure_written_the_tables_way_is_predicted_as_the_catalogs_spelling(tmp_path):
+    """TensorRT-LLM 1.2's DeepSeek-R1 FP8 on 8 H200 as DEP8, 1,620 output tok/s per GPU at
+    1024/1024, written once in the catalog's spelling and once as a reader copies it off the
+    page and its model list: the same row, the same prediction."""
+    tail = "TensorRT-LLM 1.2 (PyTorch backend),Apache-2.0"
+    path = tmp_path / "rows.csv"
+    path.write_text(
+        "\n".join(
+            [
+                HEADER,
+                f"{SOURCE},DeepSeek-R1,FP8,H200-SXM,8,DEP8,max load,1024,1024,"
+                f"throughput_per_gpu,1620,output tok/s per GPU,{tail}",
+                f"{SOURCE},deepseek-ai/DeepSeek-R1-0528,FP8,DGX H200,8,ADP8 EP8,max load,1K,1K,"
+                f"Per GPU Output Throughput,1620,tps/gpu,{tail}",
+            ]
+        )
+        + "\n"
+    )
+    table = compare_measured(path, preset("achievable")).table
+    assert list(table["status"]) == ["ok", "ok"]
+    assert list(table["model"]) == ["DeepSeek-R1", "DeepSeek-R1"]
+    first, second = table["predicted"]
+    assert first == second and 1000 < first < 3000
