@@ -21,6 +21,8 @@ release, measured, predicted and signed error (what a row-by-row look at a group
 from; ``operating_point.py`` takes the row's index, its line less 2).
 
     PYTHONPATH=. python benchmarks/overview_intervals.py [--files moe,moe_rest,dense] [--clock engine]
+        (``--files rtx``: the page's RTX PRO 6000 tables, kept out of the default set, whose
+        residuals do not size the class table)
         [--by-release] [--rows "MoE DP+EP Hopper"]
 """
 

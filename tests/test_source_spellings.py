@@ -4,6 +4,8 @@ engines' own notations, trtllm-bench's metric labels, lengths in "K" and system 
 read as the catalog's spelling of the same thing, or refused in one line naming what it read
 (docs/user-guide.md, "Measured results: the CSV format")."""
 
+from pathlib import Path
+
 import pytest
 
 from inference_econ.api import compare_measured
@@ -11,6 +13,7 @@ from inference_econ.errors import SpecError
 from inference_econ.measured import layouts
 from inference_econ.measured import semantics as sem
 from inference_econ.measured.mlperf import token_count
+from inference_econ.measured.reading import load_measured
 from inference_econ.measured.resolving import hardware_of, resolve_model
 from inference_econ.model.assumptions import preset
 
@@ -185,3 +188,27 @@ def test_a_figure_written_the_tables_way_is_predicted_as_the_catalogs_spelling(t
     assert list(table["model"]) == ["DeepSeek-R1", "DeepSeek-R1"]
     first, second = table["predicted"]
     assert first == second and 1000 < first < 3000
+
+
+RTX_TABLES = Path(__file__).parent / "data" / "trtllm_perf_overview_rtx.csv"
+
+
+def test_the_overviews_rtx_pro_tables_read_as_the_page_writes_them(tmp_path):
+    """TensorRT-LLM 1.2's RTX PRO 6000 tables, copied with the page's model ids, card name and
+    "DEP2,PP2" layouts: all 27 figures read, and one predicted near what it measured (Qwen3-30B-A3B
+    NVFP4 on one card at 1024/1024, 9,755 output tok/s)."""
+    rows = load_measured(str(RTX_TABLES))
+    assert [r.status for r in rows] == ["ok"] * 27
+    assert {r.arch.name for r in rows} == {"Llama 3.3 70B", "Qwen3-235B-A22B", "Qwen3-30B-A3B"}
+    assert {r.gpu.name for r in rows} == {"RTX-PRO-6000-BSE"}
+    shapes = {(r.layout.tensor, r.layout.pipeline, r.layout.attention_ranks) for r in rows}
+    assert shapes == {(1, 1, 1), (1, 2, 1), (2, 2, 2), (8, 1, 8), (2, 1, 2)}
+    lines = RTX_TABLES.read_text().splitlines()
+    one = [line for line in lines[1:] if "Qwen3-30B" in line and ',1,"TP1,PP1",' in line]
+    one = [line for line in one if ",1024,1024," in line]
+    assert len(one) == 1
+    path = tmp_path / "one.csv"
+    path.write_text("\n".join([lines[0], *one]) + "\n")
+    table = compare_measured(path, preset("achievable")).table
+    assert list(table["measured"]) == [9755.0]
+    assert table["predicted"].iloc[0] == pytest.approx(9755.0, rel=0.05)
