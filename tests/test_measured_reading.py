@@ -13,6 +13,7 @@ import pytest
 
 from inference_econ.errors import SpecError
 from inference_econ.measured import comparison, engine_words, layouts, mlperf, predicting
+from inference_econ.measured import metric_names as mn
 from inference_econ.measured import semantics as sem
 from inference_econ.measured.reading import SHARED, load_measured
 
@@ -504,7 +505,7 @@ def test_limits_come_from_the_notes_else_the_benchmark():
     ],
 )
 def test_metric_names(name, quantity, per):
-    assert sem.metric_of(name) == sem.Metric(quantity, per)
+    assert mn.metric_of(name) == mn.Metric(quantity, per)
 
 
 def test_hardware_strings(tmp_path):

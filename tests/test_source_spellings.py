@@ -11,7 +11,7 @@ import pytest
 from inference_econ.api import compare_measured
 from inference_econ.errors import SpecError
 from inference_econ.measured import layouts
-from inference_econ.measured import semantics as sem
+from inference_econ.measured import metric_names as mn
 from inference_econ.measured.mlperf import token_count
 from inference_econ.measured.reading import load_measured
 from inference_econ.measured.resolving import hardware_of, resolve_model
@@ -123,7 +123,7 @@ def test_a_layout_no_reading_fits_is_refused_as_its_replicas_would_run():
     ],
 )
 def test_trtllm_bench_report_labels_are_metric_names(name, quantity, per):
-    metric = sem.metric_of(name)
+    metric = mn.metric_of(name)
     assert metric is not None and (metric.quantity, metric.per) == (quantity, per)
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from ..model.assumptions import Assumptions
 from .comparison import larger_is_better, predict_rows
+from .metric_names import is_time
 from .reading import load_measured
-from .semantics import is_time
 
 #: Two figures of one group closer than this share are a tie: the largest difference between
 #: TensorRT-LLM's performance overview's 1000/1000 and 1024/1024 figures of one layout (the

@@ -35,6 +35,7 @@ from ..specs.inputs import (
 )
 from ..specs.schema import check_number
 from . import engine_words, layouts, mlperf
+from . import metric_names as mn
 from . import semantics as sem
 from .bench_limits import overview_graphs, runs_own_limits
 from .derived import context_of, is_derived, parents_of
@@ -94,7 +95,7 @@ class MeasuredRow:
     gpu: GPU | None = None
     bits: tuple[float, float, float] | None = None
     gpus: int | None = None
-    metric: sem.Metric | None = None
+    metric: mn.Metric | None = None
     scenario: str | None = None
     layout: layouts.Layout | None = None
     lengths: mlperf.Lengths | None = None
@@ -316,7 +317,7 @@ def _resolved_once(
         return _row_or_reason(path, line, context, inherited)
 
     try:  # the value and the metric are the row's own (not inherited)
-        value = _value(rec, sem.metric_of(rec["metric"]), f"{path}, row {line}")
+        value = _value(rec, mn.metric_of(rec["metric"]), f"{path}, row {line}")
         known = resolved.get(key) if value is not None else None
     except (SpecError, TypeError):  # a bad value (its own reason) or an unhashable cell
         return read()
@@ -398,7 +399,7 @@ def _row(path: Path, line: int, rec: dict, parent: int | None) -> MeasuredRow:
     """One record resolved; names or fields the toolkit cannot read give a status."""
     where = f"{path}, row {line}"
     _check_digits(rec, where)
-    metric = sem.metric_of(rec["metric"])
+    metric = mn.metric_of(rec["metric"])
     base = _texts(line, rec, parent)
     value = _value(rec, metric, where)
     gpus = _gpus(rec["n_gpus"], where)
@@ -480,12 +481,12 @@ def _problem(rec: dict, metric, value) -> str:
     if "unclear" in unit or unit.endswith("?"):
         return f"unit {rec['unit']!r} is ambiguous"
     first = unit.split()[0] if unit.split() else ""
-    if sem.is_time(metric.quantity) and first not in ("ms", "s", "us"):
+    if mn.is_time(metric.quantity) and first not in ("ms", "s", "us"):
         return f"unit {rec['unit']!r} of a latency is not ms, s or us"
-    if not sem.is_time(metric.quantity) and not metric.micro and first in ("ms", "s", "us"):
+    if not mn.is_time(metric.quantity) and not metric.micro and first in ("ms", "s", "us"):
         return f"unit {rec['unit']!r} is a time but {rec['metric']!r} is not a latency"
-    if not sem.is_time(metric.quantity) and not metric.micro:
-        return sem.rate_unit_problem(rec["unit"], rec["metric"])
+    if not mn.is_time(metric.quantity) and not metric.micro:
+        return mn.rate_unit_problem(rec["unit"], rec["metric"])
     return ""
 
 

@@ -18,6 +18,7 @@ from ..specs.engine import select_engine
 from ..specs.hardware import GPU, load_hardware
 from ..specs.platforms import platform_of
 from . import engine_words
+from . import metric_names as mn
 from . import semantics as sem
 
 #: Words a model name may carry that name no different model.
@@ -193,9 +194,9 @@ def basis_of(rec, metric, gpus, count, gpu, decode_gpus) -> tuple[str, int]:
     say it ("throughput_per_gpu", "output tok/s/GPU": the user guide's "/GPU" rule); they
     must not disagree. A node is the accelerators the hardware name gives ("8xH200"), else the
     GPU's scale-up domain of at most 8."""
-    if metric.quantity not in sem.DIVISIBLE:
+    if metric.quantity not in mn.DIVISIBLE:
         return "system", 1
-    named, unit = metric.per, sem.basis_of_unit(rec["unit"])
+    named, unit = metric.per, mn.basis_of_unit(rec["unit"])
     if named and unit and named != unit:
         raise SpecError(
             "",
@@ -229,10 +230,10 @@ def basis_of(rec, metric, gpus, count, gpu, decode_gpus) -> tuple[str, int]:
 
 #: What each scenario can measure besides latencies (a metric outside it is unresolved).
 MEASURABLE = {
-    "offline": (*sem.RATES, "streams"),
-    "server": (*sem.RATES, "streams", "user_speed"),
-    "interactive": (*sem.RATES, "streams", "user_speed"),
-    "closed_loop": (*sem.RATES, "user_speed"),
+    "offline": (*mn.RATES, "streams"),
+    "server": (*mn.RATES, "streams", "user_speed"),
+    "interactive": (*mn.RATES, "streams", "user_speed"),
+    "closed_loop": (*mn.RATES, "user_speed"),
     "static": ("throughput",),
     "single": ("ttft_single", "ttft"),
     "prefill": ("input_throughput",),
@@ -254,7 +255,7 @@ def scenario_problem(scenario, metric, concurrency, bits, rec) -> str:
     if scenario in ("closed_loop", "static") and concurrency is None:
         return f"a {scenario.replace('_', ' ')} row needs its concurrency (batch_or_concurrency)"
     q = metric.quantity
-    latency = scenario in WITH_LATENCIES and sem.is_time(q) and q != "ttft_single"
+    latency = scenario in WITH_LATENCIES and mn.is_time(q) and q != "ttft_single"
     if q not in MEASURABLE[scenario] and not latency:
         return f"metric {rec['metric']!r} is not read for the {scenario} scenario"
     return ""

@@ -1,0 +1,223 @@
+"""Metric names of measured-benchmark rows and what they mean: the quantity (output, input or
+total tokens/s, requests/s, a latency with its statistic, a per-user speed), what a figure is per
+(GPU, node, decode GPU) as the name or the unit says it, and the units a rate or a latency may
+take (docs/user-guide.md, "Measured results: the CSV format"). Plain functions from text to typed
+values."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A metric name's meaning: the quantity, what the name says it is per ("gpu", "node",
+    "decode_gpu"; None: the name does not say, the unit may) and whether it is a
+    micro-benchmark."""
+
+    quantity: str
+    per: str | None = None
+    micro: bool = False
+
+    @property
+    def per_gpu(self) -> bool:
+        return self.per == "gpu"
+
+
+#: Names (case-insensitive, spaces and dashes as "_") -> (quantity, statistic it implies).
+#: Throughputs are output tokens/s unless named input, total (input + output) or requests.
+_NAMES = {
+    "throughput": "throughput",
+    "throughput_total": "throughput",
+    "output_throughput": "throughput",
+    "output_token_throughput": "throughput",
+    "output_tokens_throughput": "throughput",
+    "output_tokens_per_s": "throughput",
+    "output_tok_per_s": "throughput",
+    "output_tps": "throughput",
+    "output_tput": "throughput",
+    "tokens_per_s": "throughput",
+    "tok_per_s": "throughput",
+    "tput": "throughput",
+    "token_throughput": "throughput",
+    "generation_throughput": "throughput",
+    "decode_throughput": "throughput",
+    "system_output_throughput": "throughput",
+    "total_output_throughput": "throughput",
+    "input_throughput": "input_throughput",
+    "input_token_throughput": "input_throughput",
+    "input_tokens_per_s": "input_throughput",
+    "input_tok_per_s": "input_throughput",
+    "input_tps": "input_throughput",
+    "prefill_throughput": "input_throughput",
+    "prefill_input_throughput": "input_throughput",
+    "prefill_tokens_per_s": "input_throughput",
+    "prefill_tps": "input_throughput",
+    "total_token_throughput": "total_throughput",
+    "total_tokens_per_s": "total_throughput",
+    "total_tok_per_s": "total_throughput",
+    "total_tps": "total_throughput",
+    "request_throughput": "request_throughput",
+    "requests_per_s": "request_throughput",
+    "req_per_s": "request_throughput",
+    "queries_per_s": "request_throughput",
+    "samples_per_s": "request_throughput",
+    "qps": "request_throughput",
+    "tpot": "tpot",
+    "time_per_output_token": "tpot",
+    "itl": "itl",
+    "inter_token_latency": "itl",
+    "ttft": "ttft",
+    "time_to_first_token": "ttft",
+    "ttft_batch1": "ttft_single",
+    "e2el": "e2e_latency",
+    "e2e_latency": "e2e_latency",
+    "end_to_end_latency": "e2e_latency",
+    "request_latency": "e2e_latency",
+    "per_user_decode_speed": "user_speed",
+    "per_user_token_speed": "user_speed",
+    "per_user_output_speed": "user_speed",
+    "per_user_speed": "user_speed",
+    "per_user_throughput": "user_speed",
+    "per_user_output_throughput": "user_speed",
+    "tokens_per_s_per_user": "user_speed",
+    "tok_per_s_per_user": "user_speed",
+    "output_tokens_per_s_per_user": "user_speed",
+    "output_tokens_per_s_per_request": "user_speed",
+    "tokens_per_s_per_request": "user_speed",
+    "output_tokens_per_s_median": "user_speed",
+    "tps_per_user": "user_speed",
+    "output_speed": "user_speed",
+    "user_speed": "user_speed",
+    "decode_speed": "user_speed",
+    "interactivity": "user_speed",
+    "intvty": "user_speed",
+    "implied_concurrent_streams": "streams",
+    "concurrent_streams": "streams",
+}
+_MICRO = {
+    "busbw": "busbw",
+    "tflops": "gemm_flops",
+    "copy / triad / dot": "stream",
+}
+#: Statistic words a name may carry ("p99_TPOT", "median_TTFT", "output_speed_median").
+_STATISTICS = {"mean": "mean", "avg": "mean", "average": "mean", "median": "median"}
+_STAT = re.compile(
+    r"^(mean|avg|average|median|p\d+(?:\.\d+)?)_(.+)$|^(.+)_(mean|avg|average|median|p\d+(?:\.\d+)?)$"
+)
+#: What a figure is per, written last or first ("Per GPU Output Throughput": trtllm-bench's).
+_PER = re.compile(r"^(?:(.+?)_per_(gpu|node|decode_gpu)|per_(gpu|node|decode_gpu)_(.+))$")
+#: Quantities measured in time (unit "ms", "s" or "us"), with any statistic ("ttft_p99",
+#: "tpot_median"); the rest are rates or counts.
+TIME_QUANTITIES = ("tpot", "itl", "ttft", "e2e_latency", "ttft_single")
+#: Rates any run of many requests has (output, input, input + output tokens and requests).
+RATES = ("throughput", "input_throughput", "total_throughput", "request_throughput")
+
+
+def is_time(quantity: str) -> bool:
+    """Whether a quantity is a latency (of any statistic)."""
+    return quantity in TIME_QUANTITIES or quantity.rsplit("_", 1)[0] in TIME_QUANTITIES
+
+
+#: What the unit of a rate or a count says, one of which it must: a thing counted (tokens,
+#: requests, queries, samples, sequences, streams, users, clients, concurrency, iterations)
+#: or a rate ("/s", "per s", "per second", "TPS", "QPS", "RPS"): "output tok/s per GPU",
+#: "t/s", "sequences (system)". A blank unit leaves it to the metric's name.
+RATE_UNIT_WORDS = re.compile(
+    r"tok|req|quer|sampl|seq|stream|user|client|concurr|/\s*s\b|\bper\s*s(ec(ond)?)?\b|"
+    r"\b[tqr]ps\b|\bit/s"
+)
+
+
+#: Units of a rate the reader does not scale: per minute or hour, and k or M prefixes on the
+#: thing counted ("k tok/s", "Mtok/s", "req/min").
+SCALED_RATE_UNIT = re.compile(
+    r"/\s*(min|minute|h|hr|hour)\b|\bper\s*(min|minute|hour)\b|\b[km]\s*(tok|req|tps|qps|rps)"
+)
+
+
+def rate_unit_problem(unit: str, metric_name: str) -> str:
+    """Why ``unit`` cannot be the unit of an end-to-end rate or count, or "": one that names
+    neither a thing counted nor a rate (``RATE_UNIT_WORDS``; "furlongs") is refused rather
+    than read as tokens/s."""
+    text = str(unit).strip().lower()
+    if SCALED_RATE_UNIT.search(text):
+        return (
+            f"unit {unit!r} of {metric_name!r} is not per second or has a prefix (k, M), "
+            "which is not scaled: give the value per second, in plain tokens or requests"
+        )
+    if not text or RATE_UNIT_WORDS.search(text):
+        return ""
+    return (
+        f"unit {unit!r} of {metric_name!r} names no tokens, requests or other count and no "
+        "rate (give one such as tok/s, output tok/s per GPU or req/s)"
+    )
+
+
+#: Quantities a "per GPU" or "per node" figure divides (throughputs and in-flight requests).
+DIVISIBLE = (*RATES, "streams")
+
+
+def _normalise(name: str) -> str:
+    """A metric name as ``_NAMES`` spells it ("Average time-per-output-token [TPOT]": notes in
+    brackets dropped; "tokens per second per GPU": tokens_per_s_per_gpu)."""
+    text = re.sub(r"\([^)]*\)|\[[^\]]*\]", " ", str(name).strip().lower())
+    text = re.sub(r"\btok(en)?s?/s\b", lambda m: m.group(0).replace("/s", "_per_s"), text)
+    text = text.replace("/", "_per_")
+    text = re.sub(r"_+", "_", re.sub(r"[^a-z0-9.]+", "_", text)).strip("_")
+    return re.sub(r"_per_sec(?:ond)?(?=_|$)", "_per_s", text)
+
+
+def _quantity(base: str, statistic: str) -> str | None:
+    """A quantity and a statistic as one quantity name. Per-request decode pace (TPOT, ITL,
+    per-user speed) varies little between the requests of a steady run, so its median is read
+    as its mean; a median TTFT (queueing) and any percentile are their own quantities."""
+    if statistic == "mean":
+        return base
+    if base in ("tpot", "itl", "user_speed") and statistic == "median":
+        return base
+    if base in ("tpot", "itl", "ttft", "e2e_latency"):
+        return f"{base}_{statistic}"
+    return None
+
+
+@lru_cache(maxsize=4096)
+def metric_of(name: str) -> Metric | None:
+    """The meaning of a metric name (None: not one the toolkit reads)."""
+    raw = str(name).strip().lower()
+    if raw in _MICRO:
+        return Metric(_MICRO[raw], micro=True)
+    text = _normalise(raw)
+    per = None
+    m = _PER.match(text)
+    if m and text not in _NAMES:
+        text, per = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+    if text in _NAMES:
+        return Metric(_NAMES[text], per)
+    m = _STAT.match(text)
+    if not m:
+        return None
+    stat, base = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+    stat = _STATISTICS.get(stat, stat)
+    if base not in _NAMES:
+        return None
+    quantity = _quantity(_NAMES[base], stat)
+    return Metric(quantity, per) if quantity else None
+
+
+@lru_cache(maxsize=4096)
+def basis_of_unit(unit: str) -> str | None:
+    """What a unit says a figure is per ("output tok/s/GPU": gpu; "tok/s per node": node;
+    "tok/s per decode GPU": decode_gpu; "(system)", "total", "all GPUs": system), or None."""
+    u = str(unit).lower()
+    if re.search(r"(/|\bper\b)\s*-?\s*decode[\s_-]*(gpu|accelerator)", u):
+        return "decode_gpu"
+    if re.search(r"(/|\bper\b)\s*-?\s*(gpu|accelerator|chip|device)s?\b", u):
+        return "gpu"
+    if re.search(r"(/|\bper\b)\s*-?\s*node\b", u):
+        return "node"
+    if re.search(r"\bsystem\b|\btotal\b|\ball gpus\b", u):
+        return "system"
+    return None
