@@ -37,6 +37,9 @@ from inference_econ.model.assumptions import preset
         ("moonshotai/Kimi-K2-Instruct-0905", "Kimi K2"),
         ("deepseek-ai/DeepSeek-V3-0324", "DeepSeek-V3"),
         ("mistralai/Mixtral-8x7B-Instruct-v0.1", "Mixtral 8x7B"),
+        ("meta-llama/Meta-Llama-3.1-8B-Instruct", "Llama 3.1 8B"),
+        ("amd/Llama-3.3-70B-Instruct-FP8-KV", "Llama 3.3 70B"),
+        ("amd/gpt-oss-120b-w-mxfp4-a-fp8", "gpt-oss-120b"),
         # a revision the catalog names apart keeps its own file
         ("mistralai/Mistral-7B-Instruct-v0.3", "Mistral 7B v0.3"),
         ("DeepSeek-V2", "DeepSeek-V2"),
@@ -52,6 +55,9 @@ def test_a_release_name_reads_as_its_architecture(name, model):
         ("deepseek-ai/DeepSeek-V2-Lite", "did you mean"),
         ("zai-org/GLM-4.5-Air", "did you mean"),
         ("nvidia/Nemotron-Super-49B-FP8", "import-hf"),
+        # a revision is not a release tag: Mistral 7B v0.2 drops v0.1's sliding window
+        ("mistralai/Mistral-7B-Instruct-v0.2", "did you mean"),
+        ("Mistral-7B-v0.2", "did you mean"),
     ],
 )
 def test_another_architecture_is_not_read_as_a_near_name(name, said):
@@ -81,10 +87,27 @@ def test_another_architecture_is_not_read_as_a_near_name(name, said):
         # SGLang's --tp 8 --dp 8 (--ep 8): DP ranks within the tensor group, where replicas of
         # TP8 would need 64 GPUs; launch words and "8-way"
         ("TP8 EP8 DP8", 8, (8, 1, 8, 8, 1)),
-        ("TP8 DP2", 8, (8, 1, None, 2, 1)),
         ("DP=8, EP=8", 8, (8, 1, 8, 8, 1)),
         ("tensor parallel 8, expert parallel 8", 8, (8, 1, 8, 1, 1)),
         ("8-way expert parallel", 8, (8, 1, 8, 1, 1)),
+        ("tensor parallel size 8", 8, (8, 1, None, 1, 1)),
+        # an expert-parallel word or flag without its degree: experts across the instance
+        ("TP8 + EP", 8, (8, 1, 8, 1, 1)),
+        ("DP8 + EP", 8, (8, 1, 8, 8, 1)),
+        ("-tp 8 -ep", 8, (8, 1, 8, 1, 1)),
+        ("--tp 8 --enable-deepep-moe", 8, (8, 1, 8, 1, 1)),
+        ("--tp 8 --dp 8 --enable-dp-attention --moe-a2a-backend deepep", 8, (8, 1, 8, 8, 1)),
+        ("--tp 8 --moe-a2a-backend none", 8, (8, 1, None, 1, 1)),
+        # attention DP said to be off is not on; a count of instances is not its degree
+        ("TP8 EP8, ADP off", 8, (8, 1, 8, 1, 1)),
+        ("TP8 EP8 (not WideEP)", 8, (8, 1, 8, 1, 1)),
+        ("TP8 EP8, dp_attention=false", 8, (8, 1, 8, 1, 1)),
+        ("TP8 EP8 enable_attention_dp=False", 8, (8, 1, 8, 1, 1)),
+        ("TP8 EP8 (no DP attention)", 8, (8, 1, 8, 1, 1)),
+        ("TP8 EP8 ADP 2 instances", 16, (8, 1, 8, 8, 2)),
+        # a hyphen between a degree's name and its number
+        ("TEP-4", 4, (4, 1, 4, 1, 1)),
+        ("DEP-8", 8, (8, 1, 8, 8, 1)),
         # as before: DP without experts wider than a rank counts replicas
         ("DP2 TP4", 8, (4, 1, None, 1, 2)),
         ("TP8 DP2", 16, (8, 1, None, 1, 2)),
@@ -104,10 +127,24 @@ def test_an_expert_degree_past_a_stated_tensor_degree_is_still_refused():
         layouts.layout_of("TP1 EP8", 8, "rows.csv, row 2")
 
 
-def test_a_layout_no_reading_fits_is_refused_as_its_replicas_would_run():
-    """TP4 DP4 on 8 GPUs: four replicas of TP4 need 16, four ranks within TP4 give 4."""
-    with pytest.raises(SpecError, match="uses 16 GPUs but the row has 8"):
-        layouts.layout_of("TP4 DP4", 8, "rows.csv, row 2")
+@pytest.mark.parametrize(
+    "text, needs",
+    [
+        # four replicas of TP4 need 16; four ranks within TP4 give 4
+        ("TP4 DP4", 16),
+        # without experts split, DP counts vLLM's replicas: SGLang's ranks within the tensor
+        # group are read only beside an expert degree ("TP8 EP8 DP8")
+        ("TP8 DP2", 16),
+    ],
+)
+def test_a_layout_no_reading_fits_is_refused_as_its_replicas_would_run(text, needs):
+    with pytest.raises(SpecError, match=f"uses {needs} GPUs but the row has 8"):
+        layouts.layout_of(text, 8, "rows.csv, row 2")
+
+
+def test_a_bare_expert_word_alone_is_still_a_degree_without_its_number():
+    with pytest.raises(SpecError, match="names a degree without its number"):
+        layouts.layout_of("EP", 8, "rows.csv, row 2")
 
 
 @pytest.mark.parametrize(
@@ -120,11 +157,59 @@ def test_a_layout_no_reading_fits_is_refused_as_its_replicas_would_run():
         ("Average time-per-output-token [TPOT]", "tpot", None),
         ("Per User Output Speed [1/TPOT]", "user_speed", None),
         ("Request Throughput (req/sec)", "request_throughput", None),
+        # a statistic or a basis in brackets is part of the name, an acronym note is not
+        ("TTFT (p99)", "ttft_p99", None),
+        ("TTFT [p99]", "ttft_p99", None),
+        ("[TPOT] P99", "tpot_p99", None),
+        ("[TTFT] P50", "ttft_median", None),
+        ("TPOT p50", "tpot", None),
+        ("Throughput [per GPU]", "throughput", "gpu"),
+        # vLLM's result keys, with their unit at the end
+        ("p99_ttft_ms", "ttft_p99", None),
+        ("mean_itl_ms", "itl", None),
+        # InferenceX: "tput" is input + output tokens (utils/process_result.py)
+        ("tput_per_gpu", "total_throughput", "gpu"),
+        ("output_tput_per_gpu", "throughput", "gpu"),
+        ("input_tput_per_gpu", "input_throughput", "gpu"),
     ],
 )
 def test_trtllm_bench_report_labels_are_metric_names(name, quantity, per):
     metric = mn.metric_of(name)
     assert metric is not None and (metric.quantity, metric.per) == (quantity, per)
+
+
+@pytest.mark.parametrize("name", ["Throughput [req/s]", "Per GPU TTFT"])
+def test_a_metric_name_that_says_a_unit_or_basis_it_cannot_have_is_not_read(name):
+    """A throughput named in requests but read as tokens, a latency per GPU: refused."""
+    assert mn.metric_of(name) is None
+
+
+@pytest.mark.parametrize(
+    "name, unit, quantity, basis",
+    [
+        # a throughput per user is one request's speed
+        ("throughput", "tok/s/user", "user_speed", None),
+        ("Output throughput", "TPS/user", "user_speed", None),
+        # a blank unit: the one the name writes
+        ("Throughput (tok/s/GPU)", "", "throughput", "gpu"),
+        # a GPU by its name: the vLLM blog's "tok/s/H200"
+        ("throughput", "tok/s/H200", "throughput", "gpu"),
+        ("throughput", "tokens/s per B200 GPU", "throughput", "gpu"),
+    ],
+)
+def test_a_rows_unit_says_what_its_throughput_is_per(name, unit, quantity, basis):
+    metric, read = mn.row_metric(name, unit)
+    assert metric.quantity == quantity
+    if basis is not None:
+        assert mn.basis_of_unit(read) == basis
+
+
+@pytest.mark.parametrize(
+    "unit, time",
+    [("ms", "ms"), ("ms/token", "ms"), ("milliseconds", "ms"), ("sec", "s"), ("µs", "us")],
+)
+def test_time_units_as_sources_write_them(unit, time):
+    assert mn.time_unit(unit) == time and mn.time_unit("tok/s") is None
 
 
 @pytest.mark.parametrize(
@@ -146,6 +231,8 @@ def test_other_lengths_with_a_k_are_not_token_counts(text):
         ("HGX H100", "H100-SXM"),
         ("H200 SXM 141GB (DGX H200)", "H200-SXM"),
         ("RTX 6000 Pro Blackwell Server Edition", "RTX-PRO-6000-BSE"),
+        ("AMD Instinct MI355X GPUs", "MI355X"),
+        ("Blackwell Ultra B300", "B300-HGX"),
         ("DGX Spark", None),
     ],
 )
@@ -153,6 +240,11 @@ def test_system_names_of_engine_tables_are_their_parts(text, part):
     gpu, _, reason = hardware_of(text)
     assert (gpu.name if gpu is not None else None) == part
     assert bool(reason) == (part is None)
+
+
+def test_a_count_of_dgx_systems_is_not_a_count_of_gpus():
+    """ "2x DGX H100" is 16 GPUs, not 2: the count is left for n_gpus to give."""
+    assert hardware_of("2x DGX H100")[1] is None and hardware_of("8x H100 GPUs")[1] == 8
 
 
 HEADER = (

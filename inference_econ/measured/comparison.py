@@ -15,6 +15,7 @@ import numpy as np
 from ..model.assumptions import Assumptions, preset
 from ..specs.engine import load_engine, split_engine
 from .closed_forms import predictable, steady_pairs, ttft_of
+from .metric_names import time_unit
 from .predicting import (
     _DASK,
     _JOBS,
@@ -459,9 +460,8 @@ def _lengths_label(lengths) -> str:
 @lru_cache(maxsize=1024)
 def _scale_of(unit: str, quantity: str) -> float:
     """``_unit_scale`` of a unit and a metric's quantity."""
-    u = unit.strip().lower().split()[0] if unit.strip() else ""
     if quantity in TIMES:
-        return {"ms": 1e-3, "us": 1e-6, "s": 1.0}.get(u, 1.0)
+        return {"ms": 1e-3, "us": 1e-6, "s": 1.0}.get(time_unit(unit) or "s", 1.0)
     return 1.0
 
 

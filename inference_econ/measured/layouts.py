@@ -74,9 +74,14 @@ _ATTENTION_DP = re.compile(
     r"(?:attn|attention)[\s_-]*(?:dp|data[\s_-]*parallel(?:ism)?)"
     # a degree after it ("attention-DP 8"), not a count of copies ("attn-DP 2 instances")
     r"(?:\s*(\d+)(?!\d|\s*(?:[x×]|instances?\b|replicas?\b|copies\b|engines?\b)))?"
-    r"|dp\s*(\d*)[\s_-]*(?:attn|attention)|\bdpa\b|(?<![A-Za-z])adp(?:\s*(\d+))?(?![A-Za-z])",
+    r"|dp\s*(\d*)[\s_-]*(?:attn|attention)|\bdpa\b"
+    r"|(?<![A-Za-z])adp(?:\s*(\d+)(?!\d|\s*(?:[x×]|instances?\b|replicas?\b|copies\b)))?(?![A-Za-z])",
     re.IGNORECASE,
 )
+#: Words that say a feature named beside them is off: before it ("no DP attention", "not
+#: WideEP", "without ADP") or after it ("ADP off", "dp_attention=false", "DP-Attn: disabled").
+_NOT_BEFORE = re.compile(r"(?:\bno|\bnot|\bwithout|\bnon)[\s_-]*$", re.IGNORECASE)
+_NOT_AFTER = re.compile(r"^\s*(?:[:=]\s*)?(?:off|false|disabled|none|no)\b", re.IGNORECASE)
 #: TensorRT-LLM's wide expert parallelism ("WideEP 32", "wide-EP", its WIDEEP MoE backend),
 #: which runs with attention data parallelism only (WideEPMoE: "Attention DP should be used
 #: with WideEP", tensorrt_llm/_torch/modules/fused_moe/fused_moe_wide_ep.py): read as an
@@ -84,10 +89,10 @@ _ATTENTION_DP = re.compile(
 _WIDE_EP = re.compile(r"(?<![A-Za-z])wide[\s_-]*ep(?![A-Za-z])", re.IGNORECASE)
 #: Launch flags naming degrees: "--tp 8", "--tensor-parallel-size 8", "tp_size=8".
 _FLAGS = {
-    "TP": r"tp|tp[-_]size|tensor[\s_-]parallel(?:ism)?(?:[-_]size)?",
-    "PP": r"pp|pp[-_]size|pipeline[\s_-]parallel(?:ism)?(?:[-_]size)?",
-    "DP": r"dp|dp[-_]size|data[\s_-]parallel(?:ism)?(?:[-_]size)?",
-    "EP": r"ep|ep[-_]size|expert[\s_-]parallel(?:ism)?(?:[-_]size)?",
+    "TP": r"tp|tp[-_]size|tensor[\s_-]parallel(?:ism)?(?:[\s_-]size)?",
+    "PP": r"pp|pp[-_]size|pipeline[\s_-]parallel(?:ism)?(?:[\s_-]size)?",
+    "DP": r"dp|dp[-_]size|data[\s_-]parallel(?:ism)?(?:[\s_-]size)?",
+    "EP": r"ep|ep[-_]size|expert[\s_-]parallel(?:ism)?(?:[\s_-]size)?",
 }
 #: A degree written "8-way": "8-way tensor parallel", "8-way EP" (as "tensor parallel 8", "EP8").
 _WAY = re.compile(
@@ -100,11 +105,20 @@ _FLAG = re.compile(
     + r")(?:\s*[=:]\s*|\s+)(?P<n>\d+)",
     re.IGNORECASE,
 )
-#: vLLM's --enable-expert-parallel: experts across every GPU of the instance.
-_EXPERTS_ACROSS = re.compile(r"enable[-_]expert[-_]parallel", re.IGNORECASE)
+#: Experts across every GPU of the instance: vLLM's --enable-expert-parallel; SGLang's
+#: --enable-ep-moe, --enable-deepep-moe and an all-to-all --moe-a2a-backend, each of which sets
+#: its ep_size to its tp_size (python/sglang/srt/server_args.py, 0.4-0.5).
+_EXPERTS_ACROSS = re.compile(
+    r"enable[-_]expert[-_]parallel|enable[-_](?:deep)?ep[-_]moe"
+    r"|moe[-_]a2a[-_]backend['\"]?\s*[=:]?\s*['\"]?(?!none\b)[a-z]",
+    re.IGNORECASE,
+)
+#: An expert-parallel word without its degree ("TP8 EP", "DP8 + EP", "-tp 8 -ep"): experts
+#: across the instance, as vLLM's --enable-expert-parallel.
+_BARE_EP = re.compile(r"(?<![A-Za-z0-9])-{0,2}ep(?![A-Za-z0-9])(?!\s*[=:]?\s*\d)", re.IGNORECASE)
 #: Degrees written as tokens: "TP2xPP2", "TP8 (EP8)", TensorRT-LLM's "DEP8" (attention DP and
 #: expert parallelism over 8 GPUs) and "TEP8" (tensor and expert parallelism).
-_DEGREE = re.compile(r"(?<![A-Za-z])(DEP|TEP|TP|PP|EP|DP|CP|SP)\s*(-?\d+)", re.IGNORECASE)
+_DEGREE = re.compile(r"(?<![A-Za-z])(DEP|TEP|TP|PP|EP|DP|CP|SP)\s*(?:[-_]\s*)?(\d+)", re.IGNORECASE)
 _LEADING_COPIES = re.compile(r"^\s*(\d+)\s*[x×]\s*(?=[(A-Za-z])")
 _COPIES = re.compile(
     r"(?<![\w.])[x×]\s*(\d+)\b|(\d+)\s*(?:instances|replicas|copies|engines)\b", re.I
@@ -119,15 +133,7 @@ def _degrees(
     not read (context or sequence parallelism) is an error."""
     text = re.sub(r"(\d)\s*[x×]\s*(?=[A-Za-z])", r"\1 x ", raw)
     text = _WAY.sub(lambda m: f" {m.group(2)[0]}P{m.group(1)} ", text)
-    found: list[tuple[str, int]] = []
-    attention = bool(_WIDE_EP.search(text))
-    text = _WIDE_EP.sub(" EP", text)
-    for m in _ATTENTION_DP.finditer(text):
-        attention = True
-        degree = m.group(1) or m.group(2) or m.group(3)
-        if degree:
-            found.append(("DP", int(degree)))
-    text = _ATTENTION_DP.sub(" ", text)
+    text, attention, found = _attention_words(text)
     for m in _FLAG.finditer(text):
         found.append((next(k for k in _FLAGS if m.group(k)), int(m.group("n"))))
     text = _FLAG.sub(" ", text)
@@ -159,12 +165,62 @@ def _degrees(
                     )
                 degrees[k] = v
             attention = attention or key == "DEP"
-    if _EXPERTS_ACROSS.search(raw):
+    bare = _BARE_EP.search(_DEGREE.sub(" ", _FLAG.sub(" ", text))) and degrees
+    if _EXPERTS_ACROSS.search(raw) or bare:
         degrees.setdefault("EP", 0)
     lead = _LEADING_COPIES.match(raw)
     rest = _COPIES.search(_DEGREE.sub(" ", _FLAG.sub(" ", text)))
     copies = lead.group(1) if lead else (next(g for g in rest.groups() if g) if rest else None)
     return degrees, attention, None if copies is None else int(copies)
+
+
+def _negated(m: re.Match) -> bool:
+    """Whether the words beside a match say its feature is off (``_NOT_BEFORE``, ``_NOT_AFTER``)."""
+    before, after = m.string[max(0, m.start() - 12) : m.start()], m.string[m.end() :]
+    return bool(_NOT_BEFORE.search(before) or _NOT_AFTER.match(after))
+
+
+def _attention_words(text: str) -> tuple[str, bool, list[tuple[str, int]]]:
+    """(``text`` without its attention-DP and wide-EP words, whether they state attention DP,
+    the DP degrees they give): "ADP8", "attn-DP", "DP8 attention", "WideEP 8" (read as "EP 8"
+    with attention DP); a word said to be off ("ADP off", "no WideEP") states nothing."""
+    attention, found = False, []
+
+    def wide(m: re.Match) -> str:
+        nonlocal attention
+        attention = attention or not _negated(m)
+        return " " if _negated(m) else " EP"
+
+    text = _WIDE_EP.sub(wide, text)
+    for m in _ATTENTION_DP.finditer(text):
+        if _negated(m):
+            continue
+        attention = True
+        degree = m.group(1) or m.group(2) or m.group(3)
+        if degree:
+            found.append(("DP", int(degree)))
+    return _ATTENTION_DP.sub(" ", text), attention, found
+
+
+def _shape(degrees: dict[str, int], attention_dp: bool) -> tuple[int, int, int, int]:
+    """(tensor, pipeline, data-parallel replicas, attention ranks) of stated degrees, before
+    the row's GPUs say how many replicas run (``layout_of``)."""
+    pp, dp, ep = degrees.get("PP", 1), degrees.get("DP", 1), degrees.get("EP")
+    # an expert degree with no tensor degree: the engines split experts within the tensor group
+    # (TensorRT-LLM's moe_expert_parallel_size, SGLang's --ep-size), so "EP8" is TP8 EP8 and
+    # "ADP8 EP8" attention DP over it; "DP4 TP2 EP8" keeps its TP2 (vLLM's ranks, below)
+    alone = bool(ep) and (attention_dp or "DP" not in degrees)
+    tp = degrees.get("TP") or (ep if alone else 1)
+    ranks = 1
+    if attention_dp:  # a DP degree stated with it is the attention's ranks, else the whole group
+        ranks = dp if "DP" in degrees else tp
+        tp, dp = max(tp, dp), 1
+    elif dp > 1 and (ep == 0 or (ep and ep > tp * pp)):
+        # vLLM's --data-parallel-size with --enable-expert-parallel, or data-parallel ranks with
+        # more experts split than one rank's GPUs ("DP8 EP8", "DP4 TP2 EP8"): ranks of attention
+        # TP each, sharing their experts over them all
+        tp, dp, ranks = tp * dp, 1, dp
+    return tp, pp, dp, ranks
 
 
 def layout_of(
@@ -190,21 +246,7 @@ def layout_of(
                 where, field, f"{raw!r} names a degree without its number", "write e.g. TP8"
             )
         return None  # free text ("n/a (see configs)", "world size 8"): the operator's choice
-    pp, dp, ep = degrees.get("PP", 1), degrees.get("DP", 1), degrees.get("EP")
-    # an expert degree with no tensor degree: the engines split experts within the tensor group
-    # (TensorRT-LLM's moe_expert_parallel_size, SGLang's --ep-size), so "EP8" is TP8 EP8 and
-    # "ADP8 EP8" attention DP over it; "DP4 TP2 EP8" keeps its TP2 (vLLM's ranks, below)
-    alone = bool(ep) and (attention_dp or "DP" not in degrees)
-    tp = degrees.get("TP") or (ep if alone else 1)
-    ranks = 1
-    if attention_dp:  # a DP degree stated with it is the attention's ranks, else the whole group
-        ranks = dp if "DP" in degrees else tp
-        tp, dp = max(tp, dp), 1
-    elif dp > 1 and (ep == 0 or (ep and ep > tp * pp)):
-        # vLLM's --data-parallel-size with --enable-expert-parallel, or data-parallel ranks with
-        # more experts split than one rank's GPUs ("DP8 EP8", "DP4 TP2 EP8"): ranks of attention
-        # TP each, sharing their experts over them all
-        tp, dp, ranks = tp * dp, 1, dp
+    tp, pp, dp, ranks = _shape(degrees, attention_dp)
     if tp % ranks:
         raise SpecError(
             where,
@@ -219,9 +261,10 @@ def layout_of(
     else:
         replicas = dp * (copies or 1)
     layout = Layout(tp, pp, expert, ranks, replicas)
-    if layout.gpus != gpus and "DP" in degrees and ranks == 1 and tp % dp == 0:
-        # SGLang's "--tp 8 --dp 8": the DP ranks within the tensor group (its DP attention),
-        # where that is the one reading that fits the row's GPUs
+    if layout.gpus != gpus and "DP" in degrees and "EP" in degrees and ranks == 1 and tp % dp == 0:
+        # SGLang's "--tp 8 --dp 8 --ep 8": the DP ranks within the tensor group (its DP
+        # attention), where that is the one reading that fits the row's GPUs (without experts
+        # split, "TP8 DP2" is vLLM's replicas: on 8 GPUs an error)
         within = Layout(tp, pp, expert, dp, copies or 1)
         layout = within if within.gpus == gpus else layout
     if layout.gpus != gpus:
@@ -270,7 +313,7 @@ _NOTES_LAYOUT = re.compile(r"\b(?:layout|parallelism)\s*[:=]\s*([^;|]+)", re.IGN
 #: Launch flags (the degree flags of ``_FLAGS`` written with their dashes).
 _LAUNCH = re.compile(
     r"--(?:" + "|".join(_FLAGS.values()) + r")(?:\s*[=:]\s*|\s+)\d+"
-    r"|--enable-dp-attention|--enable-expert-parallel",
+    r"|--enable-dp-attention|--enable-expert-parallel|--enable-(?:deep)?ep-moe",
     re.IGNORECASE,
 )
 
@@ -397,7 +440,5 @@ def prefill_pool_of(row: dict, context: str, where: str) -> Layout | None:
 def _instance_gpus(text: str, where: str) -> int:
     """GPUs a layout text spans as written (its degrees times its replica count)."""
     degrees, attention, copies = _degrees(text, where)
-    tp, pp, dp = degrees.get("TP", 1), degrees.get("PP", 1), degrees.get("DP", 1)
-    if attention:
-        tp, dp = max(tp, dp), 1
+    tp, pp, dp, _ = _shape(degrees, attention)
     return tp * pp * dp * (copies or 1)

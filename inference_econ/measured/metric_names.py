@@ -40,7 +40,12 @@ _NAMES = {
     "output_tput": "throughput",
     "tokens_per_s": "throughput",
     "tok_per_s": "throughput",
-    "tput": "throughput",
+    # InferenceX (SemiAnalysis' InferenceMAX) names its total tokens/s "tput" ("tput_per_gpu" is
+    # its total_token_throughput over the GPUs, beside output_tput_per_gpu and
+    # input_tput_per_gpu: utils/process_result.py)
+    "tput": "total_throughput",
+    "total_tput": "total_throughput",
+    "input_tput": "input_throughput",
     "token_throughput": "throughput",
     "generation_throughput": "throughput",
     "decode_throughput": "throughput",
@@ -103,7 +108,13 @@ _MICRO = {
     "copy / triad / dot": "stream",
 }
 #: Statistic words a name may carry ("p99_TPOT", "median_TTFT", "output_speed_median").
-_STATISTICS = {"mean": "mean", "avg": "mean", "average": "mean", "median": "median"}
+_STATISTICS = {
+    "mean": "mean",
+    "avg": "mean",
+    "average": "mean",
+    "median": "median",
+    "p50": "median",
+}
 _STAT = re.compile(
     r"^(mean|avg|average|median|p\d+(?:\.\d+)?)_(.+)$|^(.+)_(mean|avg|average|median|p\d+(?:\.\d+)?)$"
 )
@@ -160,10 +171,24 @@ def rate_unit_problem(unit: str, metric_name: str) -> str:
 DIVISIBLE = (*RATES, "streams")
 
 
-def _normalise(name: str) -> str:
-    """A metric name as ``_NAMES`` spells it ("Average time-per-output-token [TPOT]": notes in
-    brackets dropped; "tokens per second per GPU": tokens_per_s_per_gpu)."""
-    text = re.sub(r"\([^)]*\)|\[[^\]]*\]", " ", str(name).strip().lower())
+#: Words in brackets that are part of a metric's name, not a note: a statistic or a basis ("TTFT
+#: (p99)", "TPOT [P50]", "Throughput [per GPU]").
+_BRACKETED_WORDS = re.compile(
+    r"[(\[]\s*(p\d+(?:\.\d+)?|median|mean|avg|average|per\s+[a-z ]+?)\s*[)\]]"
+)
+#: A square-bracketed note restating a name's acronym ("time-per-output-token [TPOT]",
+#: "Per User Output Speed [1/TPOT]"), dropped where the name is read no other way.
+_ACRONYM_NOTE = re.compile(r"\[\s*(?:1/)?[a-z]+\s*\]")
+
+
+def _normalise(name: str, acronyms: bool = False) -> str:
+    """A metric name as ``_NAMES`` spells it: notes in parentheses dropped but a statistic or
+    a basis in brackets kept ("TTFT (p99)": ttft_p99); with ``acronyms``, an acronym note in
+    square brackets dropped too ("Average time-per-output-token [TPOT]"); "per second" as
+    "_per_s" ("tokens per second per GPU": tokens_per_s_per_gpu)."""
+    text = _BRACKETED_WORDS.sub(r" \1 ", str(name).strip().lower())
+    text = _ACRONYM_NOTE.sub(" ", text) if acronyms else text
+    text = re.sub(r"\([^)]*\)", " ", text)
     text = re.sub(r"\btok(en)?s?/s\b", lambda m: m.group(0).replace("/s", "_per_s"), text)
     text = text.replace("/", "_per_")
     text = re.sub(r"_+", "_", re.sub(r"[^a-z0-9.]+", "_", text)).strip("_")
@@ -185,17 +210,28 @@ def _quantity(base: str, statistic: str) -> str | None:
 
 @lru_cache(maxsize=4096)
 def metric_of(name: str) -> Metric | None:
-    """The meaning of a metric name (None: not one the toolkit reads)."""
+    """The meaning of a metric name (None: not one the toolkit reads). A name read no other way
+    is read without an acronym note ("[TPOT]") and without a unit at its end (vLLM's result
+    keys, "p99_ttft_ms"); trtllm-bench's "[TPOT] P99" reads as written."""
     raw = str(name).strip().lower()
     if raw in _MICRO:
         return Metric(_MICRO[raw], micro=True)
-    text = _normalise(raw)
+    for text in dict.fromkeys((_normalise(raw), _normalise(raw, acronyms=True))):
+        for candidate in (text, re.sub(r"_(?:ms|s|us|sec)$", "", text)):
+            found = _metric_named(candidate)
+            if found is not None:
+                return found
+    return None
+
+
+def _metric_named(text: str) -> Metric | None:
+    """``metric_of`` of a name already spelt as ``_NAMES`` spells its names."""
     per = None
     m = _PER.match(text)
     if m and text not in _NAMES:
         text, per = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
     if text in _NAMES:
-        return Metric(_NAMES[text], per)
+        return None if per and is_time(_NAMES[text]) else Metric(_NAMES[text], per)
     m = _STAT.match(text)
     if not m:
         return None
@@ -204,20 +240,62 @@ def metric_of(name: str) -> Metric | None:
     if base not in _NAMES:
         return None
     quantity = _quantity(_NAMES[base], stat)
-    return Metric(quantity, per) if quantity else None
+    return Metric(quantity, per) if quantity and not (per and is_time(quantity)) else None
 
 
 @lru_cache(maxsize=4096)
 def basis_of_unit(unit: str) -> str | None:
     """What a unit says a figure is per ("output tok/s/GPU": gpu; "tok/s per node": node;
-    "tok/s per decode GPU": decode_gpu; "(system)", "total", "all GPUs": system), or None."""
+    "tok/s per decode GPU": decode_gpu; "(system)", "total", "all GPUs": system; "tok/s/user":
+    user, a speed of one request), or None."""
     u = str(unit).lower()
     if re.search(r"(/|\bper\b)\s*-?\s*decode[\s_-]*(gpu|accelerator)", u):
         return "decode_gpu"
     if re.search(r"(/|\bper\b)\s*-?\s*(gpu|accelerator|chip|device)s?\b", u):
         return "gpu"
+    # a GPU by its name: "tok/s/H200", "tokens/s per B200 GPU" (the vLLM blog's "tok/s/H200")
+    if re.search(r"(/|\bper\b)\s*(?:nvidia\s+|amd\s+)?(?:gb|gh|mi|[abhlv])\d{2,3}[a-z]*\b", u):
+        return "gpu"
+    if re.search(r"(/|\bper\b)\s*-?\s*(user|request|stream|client)s?\b", u):
+        return "user"
     if re.search(r"(/|\bper\b)\s*-?\s*node\b", u):
         return "node"
     if re.search(r"\bsystem\b|\btotal\b|\ball gpus\b", u):
         return "system"
     return None
+
+
+#: Time units by what they are written as: "ms", "msec", "milliseconds", "ms/token", "s", "sec",
+#: "seconds", "us", "µs", "microseconds".
+_TIME_UNITS = (
+    ("ms", re.compile(r"^(?:ms|msec|millisec(?:ond)?s?)\b")),
+    ("us", re.compile(r"^(?:us|µs|μs|usec|microsec(?:ond)?s?)\b")),
+    ("s", re.compile(r"^(?:s|sec|secs|seconds?)\b")),
+)
+
+
+@lru_cache(maxsize=1024)
+def time_unit(unit: str) -> str | None:
+    """ "ms", "s" or "us" as a unit's first word writes it ("milliseconds", "ms/token", "sec"),
+    else None (a rate's unit, or none)."""
+    text = str(unit).strip().lower()
+    return next((name for name, pattern in _TIME_UNITS if pattern.match(text)), None)
+
+
+#: A unit written in a metric's name ("Throughput (tok/s/GPU)", "TTFT [ms]").
+_NAMED_UNIT = re.compile(
+    r"[(\[]([^)\]]*(?:/\s*s\b|tok|tps|req|/gpu|/user|\bms\b|\bsec)[^)\]]*)[)\]]", re.I
+)
+
+
+def row_metric(name: str, unit: str) -> tuple[Metric | None, str]:
+    """(metric, unit) of a row: ``metric_of`` its name, its unit as given or, where the unit
+    cell is blank, as its name writes it ("Throughput (tok/s/GPU)"); a throughput whose unit is
+    per user ("tok/s/user", "TPS/user") is the speed of one request (``user_speed``)."""
+    if not str(unit).strip() or str(unit).strip().lower() == "nan":
+        found = _NAMED_UNIT.search(str(name))
+        unit = found.group(1).strip() if found else unit
+    metric = metric_of(name)
+    if metric is not None and metric.quantity == "throughput" and basis_of_unit(unit) == "user":
+        metric = Metric("user_speed", metric.per)
+    return metric, unit

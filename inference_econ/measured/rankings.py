@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..model.assumptions import Assumptions
 from .comparison import larger_is_better, predict_rows
-from .metric_names import is_time
+from .metric_names import is_time, time_unit
 from .reading import load_measured
 
 #: Two figures of one group closer than this share are a tie: the largest difference between
@@ -50,7 +50,7 @@ def ranked_rows(path, groups=None, assumptions: str | Assumptions = "achievable"
     out = []
     for k, row, value in zip(keep, chosen, predicted):
         quantity = row.metric.quantity
-        scale = 1e-3 if is_time(quantity) and row.unit.strip().lower() == "ms" else 1.0
+        scale = 1e-3 if is_time(quantity) and time_unit(row.unit) == "ms" else 1.0
         per = 1.0 if is_time(quantity) else float(row.gpus)
         out.append(
             Ranked(

@@ -317,7 +317,7 @@ def _resolved_once(
         return _row_or_reason(path, line, context, inherited)
 
     try:  # the value and the metric are the row's own (not inherited)
-        value = _value(rec, mn.metric_of(rec["metric"]), f"{path}, row {line}")
+        value = _value(rec, mn.row_metric(rec["metric"], rec["unit"])[0], f"{path}, row {line}")
         known = resolved.get(key) if value is not None else None
     except (SpecError, TypeError):  # a bad value (its own reason) or an unhashable cell
         return read()
@@ -399,7 +399,8 @@ def _row(path: Path, line: int, rec: dict, parent: int | None) -> MeasuredRow:
     """One record resolved; names or fields the toolkit cannot read give a status."""
     where = f"{path}, row {line}"
     _check_digits(rec, where)
-    metric = mn.metric_of(rec["metric"])
+    metric, unit = mn.row_metric(rec["metric"], rec["unit"])
+    rec = {**rec, "unit": unit}  # a blank unit cell: the unit the metric's name writes
     base = _texts(line, rec, parent)
     value = _value(rec, metric, where)
     gpus = _gpus(rec["n_gpus"], where)
@@ -480,10 +481,10 @@ def _problem(rec: dict, metric, value) -> str:
     unit = str(rec["unit"]).lower()
     if "unclear" in unit or unit.endswith("?"):
         return f"unit {rec['unit']!r} is ambiguous"
-    first = unit.split()[0] if unit.split() else ""
-    if mn.is_time(metric.quantity) and first not in ("ms", "s", "us"):
+    time = mn.time_unit(unit)
+    if mn.is_time(metric.quantity) and time is None:
         return f"unit {rec['unit']!r} of a latency is not ms, s or us"
-    if not mn.is_time(metric.quantity) and not metric.micro and first in ("ms", "s", "us"):
+    if not mn.is_time(metric.quantity) and not metric.micro and time is not None:
         return f"unit {rec['unit']!r} is a time but {rec['metric']!r} is not a latency"
     if not mn.is_time(metric.quantity) and not metric.micro:
         return mn.rate_unit_problem(rec["unit"], rec["metric"])

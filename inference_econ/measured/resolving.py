@@ -111,13 +111,17 @@ def engine_profile(name: str):
 #: A Hugging Face repository id, "organisation/name" ("deepseek-ai/DeepSeek-R1-0528").
 _REPOSITORY = re.compile(r"^[A-Za-z0-9][\w.-]*/([\w.-]+)$")
 #: What a release's name adds to its architecture's, read off the end one at a time: its
-#: checkpoint format ("-FP8", "-NVFP4-v2", "-FP8-dynamic", "-AWQ"; the row's precision column
-#: says the format), its date ("-0528", "-2507"), a revision ("-v0.1") and a thinking variant.
+#: checkpoint format ("-FP8", "-NVFP4-v2", "-FP8-dynamic", "-FP8-KV", "-MXFP4-Preview", "-AWQ",
+#: "-W4AFP8", AMD's "-w-mxfp4-a-fp8"; the row's precision column says the format), its date
+#: ("-0528", "-2507"), a preview and a thinking variant. A revision ("-v0.2") is not one: it may
+#: be another architecture (Mistral 7B v0.2 drops v0.1's sliding window).
 _RELEASE_TAGS = re.compile(
-    r"[-_ ]+(?:(?:nv|mx)?fp(?:4|8|16)(?:[-_ ]+(?:v\d+|dynamic|static|block))?|bf16|int[48]|awq"
-    r"|gptq|w4a16|w8a8|w4a8|\d{4}|v\d+(?:\.\d+)*|thinking)$",
+    r"[-_ ]+(?:(?:nv|mx)?fp(?:4|8|16)(?:[-_ ]+(?:v\d+|dynamic|static|block|kv))?|bf16|int[48]|awq"
+    r"|gptq|w4a16|w8a8|w4a8|w4afp8|w[-_]?mxfp4[-_]?a[-_]?fp8|\d{4}|preview|thinking)$",
     re.IGNORECASE,
 )
+#: The maker's name a repository may lead a model's name with ("Meta-Llama-3.1-70B-Instruct").
+_MAKER = re.compile(r"^meta[-_ ]+(?=llama)", re.IGNORECASE)
 
 
 @lru_cache(maxsize=512)
@@ -166,12 +170,13 @@ def _catalog_model(text: str) -> Architecture:
 
 def _release_names(text: str) -> list[str]:
     """The names a release's name may stand for, in the order tried: a repository id's own
-    name, then that name without each further trailing release tag (``_RELEASE_TAGS``, and
-    ``SUFFIXES`` words between them: "Llama-3.3-70B-Instruct-FP8"), then each of those with a
-    "v" before a version number read away ("LLaMA v3.3 70B" as "LLaMA 3.3 70B")."""
+    name (less a maker's "Meta-"), then that name without each further trailing release tag
+    (``_RELEASE_TAGS``, and ``SUFFIXES`` words between them: "Llama-3.3-70B-Instruct-FP8"),
+    then each without its ``SUFFIXES`` words anywhere, then each with a "v" before a version
+    number read away ("LLaMA v3.3 70B" as "LLaMA 3.3 70B")."""
     m = _REPOSITORY.match(text)
-    base = m.group(1) if m else text
-    names = [base] if m else []
+    base = _MAKER.sub("", m.group(1) if m else text)
+    names = [base] if base != text else []
     first = base
     while True:
         cut = _RELEASE_TAGS.sub("", base).rstrip("-_ ")
@@ -183,10 +188,15 @@ def _release_names(text: str) -> list[str]:
             break
         names.append(cut)
         base = cut
+    plain = [  # the SUFFIXES words anywhere in it: "Mixtral 8x7B Instruct v0.1" as "Mixtral 8x7B v0.1"
+        " ".join(w for w in re.split(r"[-_ ]+", n) if w.lower() not in SUFFIXES)
+        for n in dict.fromkeys([first, *names])
+    ]
     unversioned = [
         re.sub(r"(?i)(?<![A-Za-z])v(?=\d)", "", n) for n in dict.fromkeys([first, *names])
     ]
-    return names + [n for n in unversioned if n not in names and n != text]
+    tried = [*names, *plain, *unversioned]
+    return [n for n in dict.fromkeys(tried) if n and n != text]
 
 
 def basis_of(rec, metric, gpus, count, gpu, decode_gpus) -> tuple[str, int]:

@@ -317,7 +317,15 @@ _VENDOR_WORDS = {
     "virtualized",
     "virtualised",
     "virtual",
+    "gpu",  # "NVIDIA B200 GPU", "AMD Instinct MI355X GPUs", "GB200 NVL72 rack"
+    "gpus",
+    "rack",
+    "hopper",  # the architecture named before the part: "Blackwell Ultra B300"
+    "blackwell",
+    "ultra",
 }
+#: Words naming a system of several GPUs: a count written beside them counts systems.
+_SYSTEM_WORDS = ("dgx", "hgx")
 #: Tokens that describe a configuration of a part rather than the part: memory size, power,
 #: AMD partition modes (NPS1, SPX), NVIDIA's custom thermal solution (CTS), memory kind,
 #: module form factor, a trailing count (x8).
@@ -389,6 +397,8 @@ def system_name_candidates(text: str) -> tuple[list[str], int | None]:
             if leading:
                 count = count or int(leading.group(1))
                 tokens[k] = leading.group(2)
+        if any(t.lower() in _SYSTEM_WORDS for t in tokens):
+            count = None  # "2x DGX H100" counts systems of eight GPUs, not GPUs
         kept = [t for t in tokens if t.lower() not in _VENDOR_WORDS and not _DECORATION.match(t)]
         for name in (" ".join(kept), part.strip()):
             if name and name not in out:
