@@ -184,7 +184,9 @@ def test_rows_the_toolkit_cannot_read_get_a_status(tmp_path):
     assert status[1].startswith("unresolved: hardware 'TPU v9'")
     assert status[2].startswith("unresolved: metric 'joules_per_token'")
     assert (
-        status[3] == "unresolved: precision 'n/a' is not stated: give --precision (FP8, BF16, FP4)"
+        status[3]
+        == "unresolved: precision 'n/a' is not stated: give --precision (FP8, BF16, FP4, NVFP4, "
+        "MXFP4, INT4; a mixed format such as W4A8 is not one the toolkit prices)"
     )
     assert status[4].startswith("unresolved: cannot read lengths 'long'")
     assert status[5].startswith("out of scope: uses speculative decoding")
@@ -477,7 +479,8 @@ def test_a_plain_vllm_result_says_what_it_lacks_and_how_to_give_it(tmp_path):
     assert "hardware 'not stated' is not disclosed: give --hardware NAME" in gpus_only.stderr
     table = ie.compare_measured(path, hardware="H100", gpus=8).table
     assert set(table.status) == {
-        "unresolved: precision '' is not stated: give --precision (FP8, BF16, FP4)"
+        "unresolved: precision '' is not stated: give --precision (FP8, BF16, FP4, NVFP4, MXFP4, "
+        "INT4; a mixed format such as W4A8 is not one the toolkit prices)"
     }
     given = ["--hardware", "H100", "--gpus", "8", "--precision", "FP8", "--format", "csv"]
     result = CliRunner().invoke(main, ["compare-measured", str(path), *given])

@@ -10,9 +10,10 @@ import pytest
 
 from inference_econ.api import compare_measured
 from inference_econ.errors import SpecError
-from inference_econ.measured import layouts
+from inference_econ.measured import engine_words, layouts
 from inference_econ.measured import metric_names as mn
-from inference_econ.measured.mlperf import token_count
+from inference_econ.measured import semantics as sem
+from inference_econ.measured.mlperf import lengths_of, token_count
 from inference_econ.measured.reading import load_measured
 from inference_econ.measured.resolving import hardware_of, resolve_model
 from inference_econ.model.assumptions import preset
@@ -304,3 +305,86 @@ def test_the_overviews_rtx_pro_tables_read_as_the_page_writes_them(tmp_path):
     table = compare_measured(path, preset("achievable")).table
     assert list(table["measured"]) == [9755.0]
     assert table["predicted"].iloc[0] == pytest.approx(9755.0, rel=0.05)
+
+
+@pytest.mark.parametrize(
+    "cell, lengths",
+    [
+        ("1K/1K", (1024.0, 1024.0)),
+        ("ISL 1024 / OSL 1024", (1024.0, 1024.0)),
+        ("ISL=4400, OSL=1200", (4400.0, 1200.0)),
+        ("8k1k", (8192.0, 1024.0)),
+    ],
+)
+def test_both_lengths_in_the_input_cell(cell, lengths):
+    got = lengths_of(cell, "")
+    assert (got.input_mean, got.output_mean) == lengths
+
+
+@pytest.mark.parametrize(
+    "precision, bits, block",
+    [
+        ("FP8 block", (8, 16, 8), True),
+        ("FP8 (block)", (8, 16, 8), True),
+        ("FP8 [128,128] blocks", (8, 16, 8), True),
+        ("FP8", (8, 16, 8), False),
+        # INT4 weights with FP8 GEMMs: not read as FP8 weights, refused
+        ("W4AFP8", None, False),
+    ],
+)
+def test_precision_cells_as_sources_write_them(precision, bits, block):
+    assert engine_words.precision_of(precision) == bits
+    assert engine_words.states_block_scaled(precision) is block
+
+
+@pytest.mark.parametrize(
+    "cells, speculates",
+    [
+        ({"parallelism": "DEP8 + MTP"}, True),
+        ({"notes": "ctx1dep4-gen2dep4-mtp3"}, True),
+        ({"notes": "MTP off"}, False),
+        ({"notes": "no MTP"}, False),
+        ({"notes": "without speculative decoding"}, False),
+    ],
+)
+def test_speculation_said_on_or_off(cells, speculates):
+    assert (engine_words.unmodelled_of(cells) is not None) is speculates
+
+
+@pytest.mark.parametrize(
+    "notes, engine, version",
+    [
+        ("nvcr.io/nvidia/tensorrt-llm/release:1.0.0rc6", "trtllm", "1.0.0rc6"),
+        ("vllm/vllm-openai:v0.10.2", "vllm", "0.10.2"),
+        ("lmsysorg/sglang:v0.5.2-cu126", "sglang", "0.5.2"),
+    ],
+)
+def test_an_engine_image_tag_is_its_version(notes, engine, version):
+    found = engine_words.engine_of({"notes": notes})
+    assert (found.name, found.version) == (engine, version)
+
+
+@pytest.mark.parametrize(
+    "parallelism, notes, gpus, decode",
+    [
+        ("Prefill: TP4 x2, Decode: DEP8", "", 16, 8),
+        ("P: TP4 x2, D: DEP8", "", 16, 8),
+        # TensorRT-LLM's configuration names: one context server of DEP4, two generation ones
+        ("ctx1dep4-gen2dep4", "", 12, 8),
+        # instance counts alone, or the word: disaggregated, its decode GPUs not said
+        ("2P1D", "", 24, None),
+        ("DEP8", "PD disagg", 8, None),
+    ],
+)
+def test_disaggregated_rows_as_blog_posts_write_them(parallelism, notes, gpus, decode):
+    row = {"parallelism": parallelism}
+    split, decode_gpus, _ = layouts.disaggregation_of(row, notes, "tok/s", gpus, "rows.csv")
+    assert split is True and decode_gpus == decode
+
+
+@pytest.mark.parametrize(
+    "cell", ["maximum load", "max throughput", "--request-rate inf", "trtllm-bench throughput"]
+)
+def test_a_run_at_maximum_load_is_offline(cell):
+    row = {"batch_or_concurrency": cell, "source": "a blog post", "model": "DeepSeek-R1"}
+    assert sem.scenario_of(row, mn.Metric("throughput")) == "offline"

@@ -22,8 +22,15 @@ ENGINE_WORDS = (
 #: "vllm==0.8.5", "vllm-0.9.0", "TensorRT-LLM 0.17", "TRT-LLM v1.0", "SGLang 0.4.6.post1").
 _VERSIONED = re.compile(
     r"(?P<name>\bvllm|\bsglang|tensorrt[-_ ]?llm|trt[-_ ]?llm|\btrtllm)"
-    r"\s*(?:v(?:ersion)?\s*|==\s*|@\s*|\(\s*v?|-v?)?"
+    r"\s*(?:v(?:ersion)?\s*|==\s*|@\s*|\(\s*v?|[-_]v?)?"
     r"(?P<version>\d+(?:\.\d+)*(?:\.[x*])?(?:[.+-]?(?:rc|post|dev|a|b)\d*)*)",
+    re.IGNORECASE,
+)
+#: A container image named by its tag ("nvcr.io/nvidia/tensorrt-llm/release:1.0.0rc6",
+#: "vllm/vllm-openai:v0.10.2", "lmsysorg/sglang:v0.5.2-cu126"): the engine's release.
+_IMAGE = re.compile(
+    r"(?P<name>\bvllm|\bsglang|tensorrt[-_]?llm|\btrtllm)[\w./-]*:v?"
+    r"(?P<version>\d+(?:\.\d+)+(?:(?:rc|post|dev)\d*|\.post\d+)*)",
     re.IGNORECASE,
 )
 #: A build named by its source branch, not a release ("TensorRT-LLM feat/1.2-mlpinf", the
@@ -65,7 +72,8 @@ def _engine_named(m: re.Match) -> str:
 
 
 def _version(text: str, name: str) -> str | None:
-    for m in _VERSIONED.finditer(text):
+    """The version ``text`` states of engine ``name``: a versioned mention or an image's tag."""
+    for m in [*_VERSIONED.finditer(text), *_IMAGE.finditer(text)]:
         if _engine_named(m) != name:
             continue
         version = re.sub(r"\.[x*]$", "", m.group("version")).rstrip(".")
@@ -128,10 +136,17 @@ SPECULATIVE = "speculative decoding / multi-token prediction"
 #: Features the model lacks: rows that use them are out of scope.
 UNMODELLED = (
     (
-        re.compile(r"speculat|\bmtp\b|multi-token|eagle|medusa|draft model|lookahead", re.I),
+        re.compile(
+            r"speculat|(?<![a-z])mtp\d*(?![a-z])|multi-token|eagle|medusa|draft model|lookahead",
+            re.I,
+        ),
         SPECULATIVE,
     ),
 )
+#: Words that say a feature named beside them is off: "no MTP", "without speculative
+#: decoding", "MTP off", "MTP=0", "mtp: disabled".
+_OFF_BEFORE = re.compile(r"(?:\bno|\bnot|\bwithout|\bnon)[\s_-]*$", re.I)
+_OFF_AFTER = re.compile(r"^[\w-]*\s*(?:[:=]\s*)?(?:off|false|0|disabled|none)\b", re.I)
 
 
 def out_of_scope(what: str, why: str = "") -> str:
@@ -143,11 +158,17 @@ def out_of_scope(what: str, why: str = "") -> str:
 
 
 def unmodelled_of(row: dict, context: str = "") -> str | None:
+    """The feature the model lacks that a row says it ran with ("DEP8 + MTP", "mtp3", "EAGLE
+    draft"), in its precision, model, engine, parallelism or notes; one said to be off ("MTP
+    off", "no MTP") is not."""
     notes = context or str(row.get("notes") or "")
-    text = " ".join(str(row.get(k) or "") for k in ("precision", "model", "engine")) + " " + notes
+    cells = ("precision", "model", "engine", "parallelism")
+    text = " ".join(str(row.get(k) or "") for k in cells) + " " + notes
     for pattern, what in UNMODELLED:
-        if pattern.search(text):
-            return what
+        for m in pattern.finditer(text):
+            off = _OFF_BEFORE.search(text[max(0, m.start() - 12) : m.start()])
+            if not off and not _OFF_AFTER.match(text[m.end() :]):
+                return what
     return None
 
 
@@ -178,8 +199,13 @@ def states_kv_format(text) -> bool:
 
 
 #: An 8-bit checkpoint whose weights carry block scales, stated in a precision cell ("FP8
-#: (block-scaled)", "fp8 block scales", "FP8 blockwise", "fp8_block").
-_BLOCK_SCALED = re.compile(r"block[ _-]?(?:scaled|scales|wise)\b|\bfp8_block\b", re.I)
+#: (block-scaled)", "fp8 block scales", "FP8 blockwise", "fp8_block", "FP8 block", "FP8
+#: (block)", "FP8 per-block", "FP8 [128,128] blocks").
+_BLOCK_SCALED = re.compile(
+    r"block[ _-]?(?:scaled|scales?|wise)\b|\bfp8[ _-]?block\b|\bper[ _-]?block\b"
+    r"|\(\s*block\s*\)|\b128\s*[x×,]\s*128\b",
+    re.I,
+)
 
 
 def states_block_scaled(text) -> bool:
@@ -191,7 +217,9 @@ def precision_of(text) -> tuple[float, float, float] | None:
     """Bits of a precision cell ("FP8", "FP8 e4m3", "FP8 likely (TRT-LLM)"); None when it is
     not stated or only guessed ("n/a", "BF16?"). A stated "KV cache fp8" sets the cache's bits."""
     raw = str(text or "")
-    for m in re.finditer(r"(nvfp4|mxfp4|bf16|fp16|fp32|fp8|int8|fp4|int4|awq)(\?)?", raw, re.I):
+    # a format word on its own, not inside another's name ("W4AFP8": INT4 weights, FP8 GEMMs)
+    words = r"(?<![a-z0-9])(nvfp4|mxfp4|bf16|fp16|fp32|fp8|int8|fp4|int4|awq)(\?)?"
+    for m in re.finditer(words, raw, re.I):
         if m.group(2):
             return None
         weight, activation, kv = PRECISIONS[m.group(1).lower()]

@@ -330,7 +330,24 @@ def notes_layout(notes: str) -> str:
 
 # --- disaggregation -----------------------------------------------------------------------------
 
-_ROLE = re.compile(r"^\s*(prefill|context|ctx|decode|generation|gen)\s*[:=]\s*(.*)$", re.I)
+_ROLE = re.compile(
+    r"^\s*(prefill|context|ctx|p|decode|generation|gen|d)\s*[:=]\s*(.*)$", re.IGNORECASE
+)
+#: The separators between a row's parts: ";", "|", or a "," before a part's label ("Prefill:
+#: TP4 x2, Decode: DEP8").
+_PARTS = re.compile(
+    r"\s*(?:[;|]|,(?=\s*(?:prefill|context|ctx|p|decode|generation|gen|d)\s*[:=]))\s*",
+    re.IGNORECASE,
+)
+#: TensorRT-LLM's names of its disaggregated configurations ("ctx1dep4-gen2dep4",
+#: "c4dep4_g1dep4"): so many context and generation servers, each of one layout.
+_SERVERS = re.compile(
+    r"(?<![A-Za-z])(?:ctx|c)(\d+)((?:dep|tep|tp)\d+)[-_]+(?:gen|g)(\d+)((?:dep|tep|tp)\d+)",
+    re.IGNORECASE,
+)
+#: Prefill and decode instances by count alone ("2P1D", "1P1D", "P4D9"): disaggregated, its
+#: parts' layouts unstated.
+_COUNTS_ONLY = re.compile(r"(?<![A-Za-z0-9])(?:\d+P\d+D|P\d+D\d+)(?![A-Za-z0-9])", re.IGNORECASE)
 #: Workers described in words: "2 prefill worker(s) of 4 GPUs each (tp 4, ep 4, attention data
 #: parallel); 4 decode workers of 16 GPUs each (tp 16, ep 16)".
 _WORKERS = re.compile(
@@ -355,7 +372,7 @@ def _says_disaggregated(notes: str, scenario: str | None) -> bool:
 
 #: "disaggregated" with the word before it and the three after it (where a scenario it is
 #: said of would be: "Interactive disaggregated", "disaggregated prefill/decode Interactive").
-_DISAGGREGATED = re.compile(r"(?:[\w/-]+\s+)?disaggregat\w*(?:\s+[\w/-]+){0,3}", re.IGNORECASE)
+_DISAGGREGATED = re.compile(r"(?:[\w/-]+\s+)?disagg\w*(?:\s+[\w/-]+){0,3}", re.IGNORECASE)
 
 
 def disaggregation_of(
@@ -370,7 +387,9 @@ def disaggregation_of(
     flag = str(row.get("disaggregated") or "").strip().lower() in ("1", "true", "yes", "y")
     parallelism = "" if is_missing(row.get("parallelism")) else str(row.get("parallelism"))
     roles, sizes = _roles(parallelism, context)
-    disaggregated = flag or bool(roles) or _says_disaggregated(context, scenario)
+    shorthand = _COUNTS_ONLY.search(f"{parallelism} {context}")
+    disaggregated = flag or bool(roles) or bool(shorthand)
+    disaggregated = disaggregated or _says_disaggregated(context, scenario)
     if not disaggregated:
         return False, None, None
     given = row.get("decode_gpus")
@@ -413,11 +432,15 @@ def _roles(parallelism: str, context: str) -> tuple[dict[str, str], dict[str, in
     worker(s) of 4 GPUs each (tp 4, ...)")."""
     roles: dict[str, str] = {}
     sizes: dict[str, int] = {}
-    for segment in re.split(r"\s*[;|]\s*", parallelism):
+    for segment in _PARTS.split(parallelism):
         m = _ROLE.match(segment)
         if m:
-            role = "prefill" if m.group(1).lower() in ("prefill", "context", "ctx") else "decode"
-            roles[role] = m.group(2)
+            prefill = m.group(1).lower() in ("prefill", "context", "ctx", "p")
+            roles["prefill" if prefill else "decode"] = m.group(2)
+    servers = _SERVERS.search(f"{parallelism} {context}")
+    if servers and not roles:  # "ctx1dep4-gen2dep4": one context server of DEP4, two of gen
+        roles["prefill"] = f"{servers.group(2)} x{servers.group(1)}"
+        roles["decode"] = f"{servers.group(4)} x{servers.group(3)}"
     for m in _WORKERS.finditer(context):
         role = "prefill" if m.group("role").lower() in ("prefill", "context", "ctx") else "decode"
         layout = (m.group("layout") or "").split(";")[0]

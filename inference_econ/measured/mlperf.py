@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from ..errors import SpecError
 from ..settings import MAX_TOKENS
-from .semantics import number, scenario_part
+from .semantics import is_missing, number, scenario_part
 
 # --- lengths and MLPerf benchmarks ------------------------------------------------------------
 
@@ -190,6 +190,8 @@ def lengths_of(input_text, output_text, benchmark: Benchmark | None = None) -> L
     (OpenOrca, OpenOrca+GSM8K+MBXP, CNN-DailyMail) or the row's MLPerf ``benchmark`` gives the
     figures the row does not state (``datasets/mlperf.yaml``); both from the dataset keep its
     measured contexts."""
+    if is_missing(output_text) and (both := _input_and_output(input_text)) is not None:
+        input_text, output_text = both  # "1K/1K", "ISL 1024 / OSL 1024" in the input cell
     n_in, n_out = token_count(input_text), token_count(output_text)
     stated = [v for pair in (_mean_sd(input_text), _mean_sd(output_text)) if pair for v in pair]
     if not all(math.isfinite(v) for v in stated):
@@ -238,6 +240,23 @@ def lengths_of(input_text, output_text, benchmark: Benchmark | None = None) -> L
 
 #: A length in thousands of tokens as engine tables and blog posts write it ("1K", "8k", "32K").
 _KILO_TOKENS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*k\s*$", re.IGNORECASE)
+
+
+#: Both lengths in one cell, as tables head their columns: "1K/1K", "1024 / 1024", "ISL 1024 /
+#: OSL 1024", "ISL=4400, OSL=1200", "1024 in / 1024 out", "8k1k".
+_BOTH_LENGTHS = re.compile(
+    r"^\s*(?:isl\s*[=:]?\s*)?(\d+(?:\.\d+)?\s*k?)\s*(?:in\b)?\s*(?:/|-|,)\s*"
+    r"(?:osl\s*[=:]?\s*)?(\d+(?:\.\d+)?\s*k?)\s*(?:out\b)?\s*$|^\s*(\d+k)(\d+k)\s*$",
+    re.IGNORECASE,
+)
+
+
+def _input_and_output(text) -> tuple[str, str] | None:
+    """(input, output) a cell writes together (``_BOTH_LENGTHS``), else None."""
+    m = _BOTH_LENGTHS.match(str(text))
+    if m is None:
+        return None
+    return (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
 
 
 def token_count(text) -> float | None:

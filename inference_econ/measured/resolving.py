@@ -254,9 +254,11 @@ WITH_LATENCIES = ("server", "interactive", "closed_loop")
 
 def scenario_problem(scenario, metric, concurrency, bits, rec) -> str:
     if bits is None:
+        said = str(rec.get("precision", "") or "")
+        how = "is not stated" if sem.is_missing(said) or said.endswith("?") else "is not read"
         return (
-            f"precision {str(rec.get('precision', ''))!r} is not stated: give --precision "
-            "(FP8, BF16, FP4)"
+            f"precision {said!r} {how}: give --precision (FP8, BF16, FP4, NVFP4, MXFP4, INT4; "
+            "a mixed format such as W4A8 is not one the toolkit prices)"
         )
     if scenario is None:
         return "scenario not stated (give a scenario column, or a concurrency)"

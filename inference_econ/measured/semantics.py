@@ -145,6 +145,15 @@ def scenario_part(text, scenario: str | None) -> Part:
 MLPERF_SCENARIO_WORD = re.compile(r"\b(offline|server|interactive)\b", re.IGNORECASE)
 
 
+#: A run at maximum load: every request queued at once ("max load", "maximum load", "max
+#: throughput", an infinite request rate, "--request-rate inf", "trtllm-bench throughput").
+_MAX_LOAD = re.compile(
+    r"max(?:imum)?[\s_-]+(?:load|throughput)|infinite rate|request[\s_-]*rate\s*[=:]?\s*inf\b"
+    r"|trtllm[-_]bench\s+throughput",
+    re.IGNORECASE,
+)
+
+
 def scenario_of(row: dict, metric: Metric, context: str = "") -> str | None:
     """The scenario of a row: the ``scenario`` column, else read from the text (MLPerf's
     Offline/Server/Interactive in the model, source or notes, the first that names exactly one;
@@ -171,7 +180,7 @@ def scenario_of(row: dict, metric: Metric, context: str = "") -> str | None:
     if metric.quantity == "input_throughput" and re.search(r"\bprefill\b", text, re.IGNORECASE):
         return "prefill"
     batch = str(row.get("batch_or_concurrency") or "")
-    if re.search(r"max load|infinite rate", batch + " " + text, re.IGNORECASE):
+    if _MAX_LOAD.search(batch + " " + text):
         return "offline"
     if lead_number(batch) is not None:
         return "closed_loop"
