@@ -388,3 +388,91 @@ def test_disaggregated_rows_as_blog_posts_write_them(parallelism, notes, gpus, d
 def test_a_run_at_maximum_load_is_offline(cell):
     row = {"batch_or_concurrency": cell, "source": "a blog post", "model": "DeepSeek-R1"}
     assert sem.scenario_of(row, mn.Metric("throughput")) == "offline"
+
+
+@pytest.mark.parametrize(
+    "text, gpus, expected",
+    [
+        # experts said not to be split
+        ("TP8, no EP", 8, (8, 1, None, 1, 1)),
+        ("TP8 (EP-MoE disabled)", 8, (8, 1, None, 1, 1)),
+        ("--tp 8 --enable-ep-moe false", 8, (8, 1, None, 1, 1)),
+        # a context length or a count beside a layout is no part of a disaggregated run
+        ("TP8, ctx=8192", 8, (8, 1, None, 1, 1)),
+        ("tp=8, p=2", 8, (8, 1, None, 1, 1)),
+    ],
+)
+def test_ordinary_layout_cells_are_left_as_they_read(text, gpus, expected):
+    lay = layouts.layout_of(text, gpus, "rows.csv, row 2")
+    got = (lay.tensor, lay.pipeline, lay.expert, lay.attention_ranks, lay.replicas)
+    assert got == expected
+    split, _, _ = layouts.disaggregation_of({"parallelism": text}, "", "tok/s", gpus, "w")
+    assert split is False
+
+
+@pytest.mark.parametrize(
+    "notes",
+    [
+        "not disagg",
+        "aggregated baseline for the 2P1D comparison",
+        "on AWS P4D24",
+        "compared to ctx1dep4-gen1dep4",
+    ],
+)
+def test_notes_that_only_mention_disaggregation_leave_a_row_aggregated(notes):
+    row = {"parallelism": "DEP8"}
+    assert layouts.disaggregation_of(row, notes, "tok/s", 8, "w") == (False, None, None)
+
+
+@pytest.mark.parametrize(
+    "cells",
+    [
+        {"notes": "MTP: 0.85 acceptance"},
+        {"parallelism": "DEP8 + MTP", "notes": "off-peak run"},
+        {"notes": "MTP offset"},
+    ],
+)
+def test_speculation_is_not_read_as_off_by_other_words(cells):
+    assert engine_words.unmodelled_of(cells) is not None
+
+
+@pytest.mark.parametrize("cell", ["1,024", "32,768", "1000-2000"])
+def test_a_thousands_separator_or_a_range_is_not_two_lengths(cell):
+    assert isinstance(lengths_of(cell, ""), str)
+
+
+@pytest.mark.parametrize(
+    "unit", ["tok/s per GB200 NVL72", "per B200 system", "per H100 node", "per H200 (8 GPUs)"]
+)
+def test_a_gpu_named_before_a_system_word_is_not_per_gpu(unit):
+    assert mn.basis_of_unit(unit) != "gpu"
+
+
+def test_a_statistic_among_other_bracketed_words_is_kept():
+    assert mn.metric_of("TPOT (ms, p99)").quantity == "tpot_p99"
+    assert mn.row_metric("TPOT (ms, p99)", "")[1] == "ms, p99"
+
+
+@pytest.mark.parametrize(
+    "scenario, cells",
+    [
+        ("closed_loop", {"batch_or_concurrency": "64", "source": "max throughput vs latency"}),
+        (None, {"batch_or_concurrency": "", "notes": "--request-rate inf --max-concurrency 64"}),
+    ],
+)
+def test_a_stated_concurrency_outweighs_max_throughput_words(scenario, cells):
+    row = {"model": "DeepSeek-R1", **cells}
+    assert sem.scenario_of(row, mn.Metric("throughput"), cells.get("notes", "")) == scenario
+
+
+def test_a_name_and_a_unit_that_disagree_leave_the_row_unresolved(tmp_path):
+    rows = [
+        f"{SOURCE},DeepSeek-R1,FP8,H200-SXM,8,DEP8,64,1024,1024,mean_ttft_ms,0.5,s,vLLM 0.10,CC",
+        f"{SOURCE},DeepSeek-R1,FP8,H200-SXM,8,DEP8,64,1024,1024,throughput_per_gpu,50,"
+        "tok/s/user,vLLM 0.10,CC",
+    ]
+    path = tmp_path / "rows.csv"
+    path.write_text("\n".join([HEADER, *rows]) + "\n")
+    status = [r.status for r in load_measured(str(path))]
+    assert status[0] == "unresolved: unit 's' but metric 'mean_ttft_ms' says ms"
+    assert status[1].startswith("unresolved: unit: 'tok/s/user' is per user but metric")

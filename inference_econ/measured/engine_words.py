@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .semantics import is_missing
+from .semantics import is_missing, said_off
 
 # --- engines --------------------------------------------------------------------------------
 
@@ -143,10 +143,6 @@ UNMODELLED = (
         SPECULATIVE,
     ),
 )
-#: Words that say a feature named beside them is off: "no MTP", "without speculative
-#: decoding", "MTP off", "MTP=0", "mtp: disabled".
-_OFF_BEFORE = re.compile(r"(?:\bno|\bnot|\bwithout|\bnon)[\s_-]*$", re.I)
-_OFF_AFTER = re.compile(r"^[\w-]*\s*(?:[:=]\s*)?(?:off|false|0|disabled|none)\b", re.I)
 
 
 def out_of_scope(what: str, why: str = "") -> str:
@@ -162,12 +158,10 @@ def unmodelled_of(row: dict, context: str = "") -> str | None:
     draft"), in its precision, model, engine, parallelism or notes; one said to be off ("MTP
     off", "no MTP") is not."""
     notes = context or str(row.get("notes") or "")
-    cells = ("precision", "model", "engine", "parallelism")
-    text = " ".join(str(row.get(k) or "") for k in cells) + " " + notes
+    cells = [str(row.get(k) or "") for k in ("precision", "model", "engine", "parallelism")]
     for pattern, what in UNMODELLED:
-        for m in pattern.finditer(text):
-            off = _OFF_BEFORE.search(text[max(0, m.start() - 12) : m.start()])
-            if not off and not _OFF_AFTER.match(text[m.end() :]):
+        for text in (*cells, notes):  # each cell on its own: a word of the next is not said of it
+            if any(not said_off(text, m.start(), m.end()) for m in pattern.finditer(text)):
                 return what
     return None
 
@@ -209,15 +203,18 @@ _BLOCK_SCALED = re.compile(
 
 
 def states_block_scaled(text) -> bool:
-    """Whether a precision cell states 8-bit weights scaled per block ("FP8 (block-scaled)")."""
-    return _BLOCK_SCALED.search(str(text or "")) is not None
+    """Whether a precision cell states 8-bit weights scaled per block ("FP8 (block-scaled)";
+    "not per-block" does not)."""
+    raw = str(text or "")
+    return any(not said_off(raw, m.start(), m.end()) for m in _BLOCK_SCALED.finditer(raw))
 
 
 def precision_of(text) -> tuple[float, float, float] | None:
     """Bits of a precision cell ("FP8", "FP8 e4m3", "FP8 likely (TRT-LLM)"); None when it is
     not stated or only guessed ("n/a", "BF16?"). A stated "KV cache fp8" sets the cache's bits."""
-    raw = str(text or "")
-    # a format word on its own, not inside another's name ("W4AFP8": INT4 weights, FP8 GEMMs)
+    # a format word on its own, not inside another's name ("W4AFP8": INT4 weights, FP8 GEMMs);
+    # "W8A8" before one ("W8A8FP8") and an FP8 encoding ("e4m3fp8") name nothing else
+    raw = re.sub(r"w8a8[-_ ]?|e[45]m[23][-_ ]?", " ", str(text or ""), flags=re.I)
     words = r"(?<![a-z0-9])(nvfp4|mxfp4|bf16|fp16|fp32|fp8|int8|fp4|int4|awq)(\?)?"
     for m in re.finditer(words, raw, re.I):
         if m.group(2):

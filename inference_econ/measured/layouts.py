@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import SpecError
-from .semantics import MLPERF_SCENARIO_WORD, is_missing, number, scenario_part
+from .semantics import MLPERF_SCENARIO_WORD, is_missing, number, said_off, scenario_part
 
 # --- layouts ------------------------------------------------------------------------------------
 
@@ -78,10 +78,7 @@ _ATTENTION_DP = re.compile(
     r"|(?<![A-Za-z])adp(?:\s*(\d+)(?!\d|\s*(?:[x×]|instances?\b|replicas?\b|copies\b)))?(?![A-Za-z])",
     re.IGNORECASE,
 )
-#: Words that say a feature named beside them is off: before it ("no DP attention", "not
-#: WideEP", "without ADP") or after it ("ADP off", "dp_attention=false", "DP-Attn: disabled").
-_NOT_BEFORE = re.compile(r"(?:\bno|\bnot|\bwithout|\bnon)[\s_-]*$", re.IGNORECASE)
-_NOT_AFTER = re.compile(r"^\s*(?:[:=]\s*)?(?:off|false|disabled|none|no)\b", re.IGNORECASE)
+
 #: TensorRT-LLM's wide expert parallelism ("WideEP 32", "wide-EP", its WIDEEP MoE backend),
 #: which runs with attention data parallelism only (WideEPMoE: "Attention DP should be used
 #: with WideEP", tensorrt_llm/_torch/modules/fused_moe/fused_moe_wide_ep.py): read as an
@@ -165,8 +162,9 @@ def _degrees(
                     )
                 degrees[k] = v
             attention = attention or key == "DEP"
-    bare = _BARE_EP.search(_DEGREE.sub(" ", _FLAG.sub(" ", text))) and degrees
-    if _EXPERTS_ACROSS.search(raw) or bare:
+    rest = _DEGREE.sub(" ", _FLAG.sub(" ", text))
+    bare = degrees and any(not _negated(m) for m in _BARE_EP.finditer(rest))
+    if bare or any(not _negated(m) for m in _EXPERTS_ACROSS.finditer(raw)):
         degrees.setdefault("EP", 0)
     lead = _LEADING_COPIES.match(raw)
     rest = _COPIES.search(_DEGREE.sub(" ", _FLAG.sub(" ", text)))
@@ -175,9 +173,8 @@ def _degrees(
 
 
 def _negated(m: re.Match) -> bool:
-    """Whether the words beside a match say its feature is off (``_NOT_BEFORE``, ``_NOT_AFTER``)."""
-    before, after = m.string[max(0, m.start() - 12) : m.start()], m.string[m.end() :]
-    return bool(_NOT_BEFORE.search(before) or _NOT_AFTER.match(after))
+    """Whether the words beside a match say its feature is off (``semantics.said_off``)."""
+    return said_off(m.string, m.start(), m.end())
 
 
 def _attention_words(text: str) -> tuple[str, bool, list[tuple[str, int]]]:
@@ -333,11 +330,9 @@ def notes_layout(notes: str) -> str:
 _ROLE = re.compile(
     r"^\s*(prefill|context|ctx|p|decode|generation|gen|d)\s*[:=]\s*(.*)$", re.IGNORECASE
 )
-#: The separators between a row's parts: ";", "|", or a "," before a part's label ("Prefill:
-#: TP4 x2, Decode: DEP8").
-_PARTS = re.compile(
-    r"\s*(?:[;|]|,(?=\s*(?:prefill|context|ctx|p|decode|generation|gen|d)\s*[:=]))\s*",
-    re.IGNORECASE,
+#: A "," before a part's label ("Prefill: TP4 x2, Decode: DEP8"), beside ";" and "|".
+_COMMA_PARTS = re.compile(
+    r"\s*,(?=\s*(?:prefill|context|ctx|p|decode|generation|gen|d)\s*[:=])\s*", re.IGNORECASE
 )
 #: TensorRT-LLM's names of its disaggregated configurations ("ctx1dep4-gen2dep4",
 #: "c4dep4_g1dep4"): so many context and generation servers, each of one layout.
@@ -364,6 +359,10 @@ def _says_disaggregated(notes: str, scenario: str | None) -> bool:
     scenario ("colocated Offline/Server ..., while disaggregated Interactive ..." says it of
     Interactive rows only)."""
     for m in _DISAGGREGATED.finditer(notes):
+        at = m.start() + m.group(0).lower().find("disagg")
+        word = re.match(r"disagg\w*", notes[at:], re.IGNORECASE)
+        if word and said_off(notes, at, at + len(word.group(0))):
+            continue  # "not disaggregated", "non-disagg"
         named = {w.lower() for w in MLPERF_SCENARIO_WORD.findall(m.group(0))}
         if not named or scenario in named:
             return True
@@ -387,7 +386,7 @@ def disaggregation_of(
     flag = str(row.get("disaggregated") or "").strip().lower() in ("1", "true", "yes", "y")
     parallelism = "" if is_missing(row.get("parallelism")) else str(row.get("parallelism"))
     roles, sizes = _roles(parallelism, context)
-    shorthand = _COUNTS_ONLY.search(f"{parallelism} {context}")
+    shorthand = _COUNTS_ONLY.search(parallelism)
     disaggregated = flag or bool(roles) or bool(shorthand)
     disaggregated = disaggregated or _says_disaggregated(context, scenario)
     if not disaggregated:
@@ -432,12 +431,20 @@ def _roles(parallelism: str, context: str) -> tuple[dict[str, str], dict[str, in
     worker(s) of 4 GPUs each (tp 4, ...)")."""
     roles: dict[str, str] = {}
     sizes: dict[str, int] = {}
-    for segment in _PARTS.split(parallelism):
-        m = _ROLE.match(segment)
-        if m:
+    for segment in re.split(r"\s*[;|]\s*", parallelism):
+        pieces = _COMMA_PARTS.split(segment)
+        for piece in pieces:
+            m = _ROLE.match(piece)
+            if m is None:
+                continue
+            # a short label ("ctx=8192", "p=2") or a part after a comma names a part only with
+            # degrees; "prefill: ..." after ";" is one, its degrees checked where it is read
+            short = m.group(1).lower() in ("ctx", "gen", "p", "d") or len(pieces) > 1
+            if short and not (_DEGREE.search(m.group(2)) or _FLAG.search(m.group(2))):
+                continue
             prefill = m.group(1).lower() in ("prefill", "context", "ctx", "p")
             roles["prefill" if prefill else "decode"] = m.group(2)
-    servers = _SERVERS.search(f"{parallelism} {context}")
+    servers = _SERVERS.search(parallelism)
     if servers and not roles:  # "ctx1dep4-gen2dep4": one context server of DEP4, two of gen
         roles["prefill"] = f"{servers.group(2)} x{servers.group(1)}"
         roles["decode"] = f"{servers.group(4)} x{servers.group(3)}"

@@ -171,10 +171,12 @@ def rate_unit_problem(unit: str, metric_name: str) -> str:
 DIVISIBLE = (*RATES, "streams")
 
 
-#: Words in brackets that are part of a metric's name, not a note: a statistic or a basis ("TTFT
-#: (p99)", "TPOT [P50]", "Throughput [per GPU]").
+#: Words in brackets that are part of a metric's name, not a note: a statistic or a basis,
+#: alone or among other words ("TTFT (p99)", "TPOT (ms, p99)", "Throughput [per GPU]").
 _BRACKETED_WORDS = re.compile(
-    r"[(\[]\s*(p\d+(?:\.\d+)?|median|mean|avg|average|per\s+[a-z ]+?)\s*[)\]]"
+    r"[(\[][^)\]]*?\b(p\d+(?:\.\d+)?|median|mean|avg|average"
+    r"|per[\s-]+(?:decode[\s-]+)?(?:gpu|node|accelerator)s?)\b[^)\]]*[)\]]",
+    re.IGNORECASE,
 )
 #: A square-bracketed note restating a name's acronym ("time-per-output-token [TPOT]",
 #: "Per User Output Speed [1/TPOT]"), dropped where the name is read no other way.
@@ -186,7 +188,7 @@ def _normalise(name: str, acronyms: bool = False) -> str:
     a basis in brackets kept ("TTFT (p99)": ttft_p99); with ``acronyms``, an acronym note in
     square brackets dropped too ("Average time-per-output-token [TPOT]"); "per second" as
     "_per_s" ("tokens per second per GPU": tokens_per_s_per_gpu)."""
-    text = _BRACKETED_WORDS.sub(r" \1 ", str(name).strip().lower())
+    text = _BRACKETED_WORDS.sub(lambda m: f" {m.group(1).replace('-', ' ')} ", str(name).lower())
     text = _ACRONYM_NOTE.sub(" ", text) if acronyms else text
     text = re.sub(r"\([^)]*\)", " ", text)
     text = re.sub(r"\btok(en)?s?/s\b", lambda m: m.group(0).replace("/s", "_per_s"), text)
@@ -253,8 +255,10 @@ def basis_of_unit(unit: str) -> str | None:
         return "decode_gpu"
     if re.search(r"(/|\bper\b)\s*-?\s*(gpu|accelerator|chip|device)s?\b", u):
         return "gpu"
-    # a GPU by its name: "tok/s/H200", "tokens/s per B200 GPU" (the vLLM blog's "tok/s/H200")
-    if re.search(r"(/|\bper\b)\s*(?:nvidia\s+|amd\s+)?(?:gb|gh|mi|[abhlv])\d{2,3}[a-z]*\b", u):
+    # a GPU by its name, ending the unit: "tok/s/H200", "tokens/s per B200 GPU" (not "per GB200
+    # NVL72", "per B200 system", "per H100 node")
+    gpu_name = r"(?:nvidia\s+|amd\s+)?(?:gb|gh|mi|[abhlv])\d{2,3}[a-z]*(?:[\s-]*sxm\d*)?"
+    if re.search(rf"(/|\bper\b)\s*{gpu_name}(?:\s*gpus?)?\s*$", u):
         return "gpu"
     if re.search(r"(/|\bper\b)\s*-?\s*(user|request|stream|client)s?\b", u):
         return "user"
@@ -296,6 +300,13 @@ def row_metric(name: str, unit: str) -> tuple[Metric | None, str]:
         found = _NAMED_UNIT.search(str(name))
         unit = found.group(1).strip() if found else unit
     metric = metric_of(name)
-    if metric is not None and metric.quantity == "throughput" and basis_of_unit(unit) == "user":
-        metric = Metric("user_speed", metric.per)
+    per_user = basis_of_unit(unit) == "user"
+    if metric is not None and metric.quantity == "throughput" and per_user and not metric.per:
+        metric = Metric("user_speed")
     return metric, unit
+
+
+def named_time_unit(name: str) -> str | None:
+    """The time unit a metric's name ends with ("p99_ttft_ms": ms), or None."""
+    found = re.search(r"[_\s](ms|s|us)$", str(name).strip().lower())
+    return found.group(1) if found else None

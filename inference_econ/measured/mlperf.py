@@ -190,7 +190,8 @@ def lengths_of(input_text, output_text, benchmark: Benchmark | None = None) -> L
     (OpenOrca, OpenOrca+GSM8K+MBXP, CNN-DailyMail) or the row's MLPerf ``benchmark`` gives the
     figures the row does not state (``datasets/mlperf.yaml``); both from the dataset keep its
     measured contexts."""
-    if is_missing(output_text) and (both := _input_and_output(input_text)) is not None:
+    both = _input_and_output(input_text) if token_count(input_text) is None else None
+    if is_missing(output_text) and both is not None:
         input_text, output_text = both  # "1K/1K", "ISL 1024 / OSL 1024" in the input cell
     n_in, n_out = token_count(input_text), token_count(output_text)
     stated = [v for pair in (_mean_sd(input_text), _mean_sd(output_text)) if pair for v in pair]
@@ -242,11 +243,14 @@ def lengths_of(input_text, output_text, benchmark: Benchmark | None = None) -> L
 _KILO_TOKENS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*k\s*$", re.IGNORECASE)
 
 
-#: Both lengths in one cell, as tables head their columns: "1K/1K", "1024 / 1024", "ISL 1024 /
-#: OSL 1024", "ISL=4400, OSL=1200", "1024 in / 1024 out", "8k1k".
+#: Both lengths in one cell, as tables head their columns: "1K/1K", "1024 / 1024", "1024 in /
+#: 1024 out", "8k1k", or labelled, "ISL 1024 / OSL 1024", "ISL=4400, OSL=1200" (a "-" or ","
+#: between two numbers is a range or a thousands separator unless they are labelled: "1,024",
+#: "1000-2000" are not two lengths).
 _BOTH_LENGTHS = re.compile(
-    r"^\s*(?:isl\s*[=:]?\s*)?(\d+(?:\.\d+)?\s*k?)\s*(?:in\b)?\s*(?:/|-|,)\s*"
-    r"(?:osl\s*[=:]?\s*)?(\d+(?:\.\d+)?\s*k?)\s*(?:out\b)?\s*$|^\s*(\d+k)(\d+k)\s*$",
+    r"^\s*(\d+(?:\.\d+)?\s*k?)\s*(?:in\b)?\s*/\s*(\d+(?:\.\d+)?\s*k?)\s*(?:out\b)?\s*$"
+    r"|^\s*isl\s*[=:]?\s*(\d+(?:\.\d+)?\s*k?)\s*[/,-]\s*osl\s*[=:]?\s*(\d+(?:\.\d+)?\s*k?)\s*$"
+    r"|^\s*(\d+k)(\d+k)\s*$",
     re.IGNORECASE,
 )
 
@@ -256,7 +260,8 @@ def _input_and_output(text) -> tuple[str, str] | None:
     m = _BOTH_LENGTHS.match(str(text))
     if m is None:
         return None
-    return (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+    found = [g for g in m.groups() if g]
+    return found[0], found[1]
 
 
 def token_count(text) -> float | None:

@@ -484,6 +484,9 @@ def _problem(rec: dict, metric, value) -> str:
     time = mn.time_unit(unit)
     if mn.is_time(metric.quantity) and time is None:
         return f"unit {rec['unit']!r} of a latency is not ms, s or us"
+    named = mn.named_time_unit(rec["metric"])
+    if named and time and named != time:
+        return f"unit {rec['unit']!r} but metric {rec['metric']!r} says {named}"
     if not mn.is_time(metric.quantity) and not metric.micro and time is not None:
         return f"unit {rec['unit']!r} is a time but {rec['metric']!r} is not a latency"
     if not mn.is_time(metric.quantity) and not metric.micro:

@@ -207,6 +207,13 @@ def basis_of(rec, metric, gpus, count, gpu, decode_gpus) -> tuple[str, int]:
     if metric.quantity not in mn.DIVISIBLE:
         return "system", 1
     named, unit = metric.per, mn.basis_of_unit(rec["unit"])
+    if unit == "user":  # a per-user unit on a rate of the whole run ("req/s/user")
+        raise SpecError(
+            "",
+            "unit",
+            f"{rec['unit']!r} is per user but metric {rec['metric']!r} is a rate of the whole run",
+            "give one request's speed as a per-user speed (per_user_output_speed, tok/s/user)",
+        )
     if named and unit and named != unit:
         raise SpecError(
             "",

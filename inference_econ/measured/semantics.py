@@ -21,6 +21,22 @@ from ..specs.engine import LIMITS_PER_ATTENTION_RANK
 from ..specs.engine_terms import BY_TERM
 from .metric_names import Metric
 
+#: Words that say a feature named beside them is off: before it ("no MTP", "not WideEP",
+#: "without ADP", "non-disaggregated") or after it ("MTP off", "ADP: disabled", "ep=false",
+#: "MTP=0", "EP n/a", "EP-MoE disabled").
+_OFF_BEFORE = re.compile(r"(?:\bno|\bnot|\bwithout|\bnon)[\s_-]*$", re.IGNORECASE)
+_OFF_AFTER = re.compile(
+    r"^[\w-]*?\s*(?:[:=]\s*)?(?:off|false|disabled|none|no|n/a|0(?![.\d]))(?![\w/])",
+    re.IGNORECASE,
+)
+
+
+def said_off(text: str, start: int, end: int) -> bool:
+    """Whether the words beside ``text[start:end]`` (a feature's name) say it is off."""
+    return bool(
+        _OFF_BEFORE.search(text[max(0, start - 12) : start]) or _OFF_AFTER.match(text[end:])
+    )
+
 
 def number(text) -> float | None:
     """A plain number (None if the text is not one); commas only as thousands separators
@@ -145,10 +161,13 @@ def scenario_part(text, scenario: str | None) -> Part:
 MLPERF_SCENARIO_WORD = re.compile(r"\b(offline|server|interactive)\b", re.IGNORECASE)
 
 
-#: A run at maximum load: every request queued at once ("max load", "maximum load", "max
-#: throughput", an infinite request rate, "--request-rate inf", "trtllm-bench throughput").
-_MAX_LOAD = re.compile(
-    r"max(?:imum)?[\s_-]+(?:load|throughput)|infinite rate|request[\s_-]*rate\s*[=:]?\s*inf\b"
+#: A run at maximum load: every request queued at once ("max load", an infinite rate).
+_MAX_LOAD = re.compile(r"max load|infinite rate", re.IGNORECASE)
+#: Other words for it, read where nothing states a concurrency ("maximum load", "max
+#: throughput", "--request-rate inf", "trtllm-bench throughput"; "--request-rate inf
+#: --max-concurrency 64" is vLLM's closed loop).
+_MAX_LOAD_WORDS = re.compile(
+    r"maximum[\s_-]+load|max(?:imum)?[\s_-]+throughput|request[\s_-]*rate\s*[=:]?\s*inf\b"
     r"|trtllm[-_]bench\s+throughput",
     re.IGNORECASE,
 )
@@ -184,6 +203,9 @@ def scenario_of(row: dict, metric: Metric, context: str = "") -> str | None:
         return "offline"
     if lead_number(batch) is not None:
         return "closed_loop"
+    said = batch + " " + text
+    if _MAX_LOAD_WORDS.search(said) and not re.search(r"concurrency", said, re.IGNORECASE):
+        return "offline"
     return None
 
 
