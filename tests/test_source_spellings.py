@@ -476,3 +476,12 @@ def test_a_name_and_a_unit_that_disagree_leave_the_row_unresolved(tmp_path):
     status = [r.status for r in load_measured(str(path))]
     assert status[0] == "unresolved: unit 's' but metric 'mean_ttft_ms' says ms"
     assert status[1].startswith("unresolved: unit: 'tok/s/user' is per user but metric")
+
+
+@pytest.mark.parametrize(
+    "cell", ["concurrency 64", "--max-concurrency 64", "64 concurrent requests", "64 users"]
+)
+def test_a_concurrency_written_with_its_name(cell):
+    row = {"batch_or_concurrency": cell, "source": "a blog post", "model": "DeepSeek-R1"}
+    assert sem.scenario_of(row, mn.Metric("throughput")) == "closed_loop"
+    assert sem.batch_of(cell, "closed_loop") == (64.0, None)

@@ -209,17 +209,35 @@ def scenario_of(row: dict, metric: Metric, context: str = "") -> str | None:
     return None
 
 
+#: A concurrency written with its name: "concurrency 64", "conc=64", "max concurrency: 64",
+#: "--max-concurrency 64", "64 concurrent requests", "64 users", "64 clients".
+_NAMED_CONCURRENCY = re.compile(
+    r"^\s*(?:-{0,2}(?:max[\s_-]*)?(?:concurrency|conc)\s*[:=]?\s*(\d[\d,]*)"
+    r"|(\d[\d,]*)\s*(?:concurrent(?:\s+(?:requests|users|clients|streams))?|users|clients))\s*$",
+    re.IGNORECASE,
+)
+
+
+def _count(text: str) -> float | None:
+    """A plain number, or a concurrency written with its name (``_NAMED_CONCURRENCY``)."""
+    value = number(text)
+    if value is not None:
+        return value
+    m = _NAMED_CONCURRENCY.match(text)
+    return number(m.group(1) or m.group(2)) if m else None
+
+
 def lead_number(cell) -> float | None:
-    """The number of a ``batch_or_concurrency`` cell: the cell itself, or its first
-    ";"-piece when the others state the engine's token budget or build flags ("64;
-    max_num_tokens 2048; gemm_allreduce_plugin float16")."""
+    """The number of a ``batch_or_concurrency`` cell: the cell itself ("64", "concurrency 64",
+    "64 users"), or its first ";"-piece when the others state the engine's token budget or build
+    flags ("64; max_num_tokens 2048; gemm_allreduce_plugin float16")."""
     text = str(cell or "")
     head, _, rest = text.partition(";")
-    if number(text) is not None or not rest:
-        return number(text)
+    if _count(text) is not None or not rest:
+        return _count(text)
     pieces = [p for p in rest.split(";") if p.strip()]
     if all(_BUDGET.search(p) or _FUSED_FLAG.search(p) or _KV_FRACTION.search(p) for p in pieces):
-        return number(head)
+        return _count(head)
     return None
 
 
