@@ -485,3 +485,81 @@ def test_a_concurrency_written_with_its_name(cell):
     row = {"batch_or_concurrency": cell, "source": "a blog post", "model": "DeepSeek-R1"}
     assert sem.scenario_of(row, mn.Metric("throughput")) == "closed_loop"
     assert sem.batch_of(cell, "closed_loop") == (64.0, None)
+
+
+@pytest.mark.parametrize(
+    "cells",
+    [
+        # an off-word that starts the next phrase says nothing of the feature before it
+        {"notes": "TRT-LLM 1.0, MTP no overlap scheduler"},
+        {"parallelism": "DEP8 + MTP no EPLB"},
+    ],
+)
+def test_a_word_starting_the_next_phrase_does_not_switch_speculation_off(cells):
+    assert engine_words.unmodelled_of(cells) is not None
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("TP8 EP no EPLB", (8, 8, 1)),
+        ("DP8 EP no EPLB", (8, 8, 8)),
+        ("TP8 + EP no-overlap", (8, 8, 1)),
+    ],
+)
+def test_experts_followed_by_other_words_stay_split(text, expected):
+    lay = layouts.layout_of(text, 8, "rows.csv, row 2")
+    assert (lay.tensor, lay.expert, lay.attention_ranks) == expected
+
+
+@pytest.mark.parametrize(
+    "parallelism",
+    ["Prefill: 4 GPUs, Decode: 4 GPUs", "ctx: 4 GPUs; gen: 4 GPUs", "prefill=4, decode=4"],
+)
+def test_both_parts_named_without_degrees_ask_for_them(parallelism):
+    with pytest.raises(SpecError, match="states no degrees"):
+        layouts.disaggregation_of({"parallelism": parallelism}, "", "tok/s", 8, "rows.csv")
+
+
+def test_a_disaggregated_run_whose_notes_go_on_is_still_disaggregated():
+    row = {"parallelism": "TP4", "decode_gpus": "4"}
+    notes = "Dynamo disaggregated no MTP"
+    assert layouts.disaggregation_of(row, notes, "tok/s", 8, "rows.csv") == (True, 4, None)
+
+
+@pytest.mark.parametrize(
+    "unit, basis",
+    [
+        ("tok/s/H200 (FP8)", "gpu"),
+        ("tok/s per H100 80GB", "gpu"),
+        ("tok/s per MI300X accelerator", "gpu"),
+        ("tok/s per NVIDIA H200 Tensor Core GPU", "gpu"),
+        ("tok/s per H100 node", "node"),
+    ],
+)
+def test_a_gpu_named_in_the_unit_with_words_after_it(unit, basis):
+    assert mn.basis_of_unit(unit) == basis
+
+
+@pytest.mark.parametrize(
+    "name, quantity, per",
+    [
+        ("Throughput (per user)", "user_speed", None),
+        ("Throughput (per chip)", "throughput", "gpu"),
+        ("Throughput (median of 3 runs)", "throughput", None),
+    ],
+)
+def test_bracketed_bases_and_notes(name, quantity, per):
+    metric = mn.metric_of(name)
+    assert (metric.quantity, metric.per) == (quantity, per)
+
+
+def test_a_named_concurrency_is_no_cap_of_an_mlperf_scenario():
+    assert sem.batch_of("concurrency 64", "server") == (None, None)
+    assert sem.batch_of("64", "server") == (None, 64.0)
+
+
+@pytest.mark.parametrize("cell", ["1k-1k", "1024 in, 1024 out"])
+def test_more_ways_to_write_both_lengths(cell):
+    got = lengths_of(cell, "")
+    assert (got.input_mean, got.output_mean) == (1024.0, 1024.0)

@@ -330,6 +330,8 @@ def notes_layout(notes: str) -> str:
 _ROLE = re.compile(
     r"^\s*(prefill|context|ctx|p|decode|generation|gen|d)\s*[:=]\s*(.*)$", re.IGNORECASE
 )
+#: The labels of a prefill part (the rest label a decode part).
+_PREFILL = ("prefill", "context", "ctx", "p")
 #: A "," before a part's label ("Prefill: TP4 x2, Decode: DEP8"), beside ";" and "|".
 _COMMA_PARTS = re.compile(
     r"\s*,(?=\s*(?:prefill|context|ctx|p|decode|generation|gen|d)\s*[:=])\s*", re.IGNORECASE
@@ -431,19 +433,22 @@ def _roles(parallelism: str, context: str) -> tuple[dict[str, str], dict[str, in
     worker(s) of 4 GPUs each (tp 4, ...)")."""
     roles: dict[str, str] = {}
     sizes: dict[str, int] = {}
+    found = []  # (role, text, said alone: a full label apart by ";" or "|")
     for segment in re.split(r"\s*[;|]\s*", parallelism):
         pieces = _COMMA_PARTS.split(segment)
         for piece in pieces:
             m = _ROLE.match(piece)
-            if m is None:
-                continue
-            # a short label ("ctx=8192", "p=2") or a part after a comma names a part only with
-            # degrees; "prefill: ..." after ";" is one, its degrees checked where it is read
-            short = m.group(1).lower() in ("ctx", "gen", "p", "d") or len(pieces) > 1
-            if short and not (_DEGREE.search(m.group(2)) or _FLAG.search(m.group(2))):
-                continue
-            prefill = m.group(1).lower() in ("prefill", "context", "ctx", "p")
-            roles["prefill" if prefill else "decode"] = m.group(2)
+            if m is not None:
+                label = m.group(1).lower()
+                alone = len(pieces) == 1 and label not in ("ctx", "gen", "p", "d")
+                found.append(("prefill" if label in _PREFILL else "decode", m.group(2), alone))
+    # a short label ("ctx=8192", "p=2") or a part after a comma names a part only beside a
+    # part of the other role ("Prefill: 4 GPUs, Decode: 4 GPUs"; its degrees are checked
+    # where it is read); "prefill: ..." apart by ";" always does
+    both = len({role for role, _, _ in found}) == 2
+    for role, text, alone in found:
+        if alone or both:
+            roles[role] = text
     servers = _SERVERS.search(parallelism)
     if servers and not roles:  # "ctx1dep4-gen2dep4": one context server of DEP4, two of gen
         roles["prefill"] = f"{servers.group(2)} x{servers.group(1)}"

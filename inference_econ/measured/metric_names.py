@@ -87,6 +87,10 @@ _NAMES = {
     "per_user_speed": "user_speed",
     "per_user_throughput": "user_speed",
     "per_user_output_throughput": "user_speed",
+    "throughput_per_user": "user_speed",  # "Throughput (per user)"
+    "output_throughput_per_user": "user_speed",
+    "output_speed_per_user": "user_speed",
+    "throughput_per_request": "user_speed",
     "tokens_per_s_per_user": "user_speed",
     "tok_per_s_per_user": "user_speed",
     "output_tokens_per_s_per_user": "user_speed",
@@ -171,13 +175,18 @@ def rate_unit_problem(unit: str, metric_name: str) -> str:
 DIVISIBLE = (*RATES, "streams")
 
 
-#: Words in brackets that are part of a metric's name, not a note: a statistic or a basis,
-#: alone or among other words ("TTFT (p99)", "TPOT (ms, p99)", "Throughput [per GPU]").
+#: Words in brackets that are part of a metric's name, not a note: a statistic alone or beside
+#: a time unit ("TTFT (p99)", "TPOT (ms, p99)"), or a basis ("Throughput [per GPU]", "(per
+#: chip)", "(per user)"); "(median of 3 runs)" is a note.
 _BRACKETED_WORDS = re.compile(
-    r"[(\[][^)\]]*?\b(p\d+(?:\.\d+)?|median|mean|avg|average"
-    r"|per[\s-]+(?:decode[\s-]+)?(?:gpu|node|accelerator)s?)\b[^)\]]*[)\]]",
+    r"[(\[]\s*(?:(?:ms|s|us)\s*,\s*)?(p\d+(?:\.\d+)?|median|mean|avg|average)"
+    r"(?:\s*,\s*(?:ms|s|us))?\s*[)\]]"
+    r"|[(\[]\s*(per[\s-]+(?:decode[\s-]+)?(?:gpu|node|accelerator|chip|device|user|request)s?)"
+    r"\s*[)\]]",
     re.IGNORECASE,
 )
+#: The words a basis in brackets may name a GPU by.
+_GPU_WORDS = re.compile(r"\b(?:accelerator|chip|device)(s?)\b", re.IGNORECASE)
 #: A square-bracketed note restating a name's acronym ("time-per-output-token [TPOT]",
 #: "Per User Output Speed [1/TPOT]"), dropped where the name is read no other way.
 _ACRONYM_NOTE = re.compile(r"\[\s*(?:1/)?[a-z]+\s*\]")
@@ -188,7 +197,12 @@ def _normalise(name: str, acronyms: bool = False) -> str:
     a basis in brackets kept ("TTFT (p99)": ttft_p99); with ``acronyms``, an acronym note in
     square brackets dropped too ("Average time-per-output-token [TPOT]"); "per second" as
     "_per_s" ("tokens per second per GPU": tokens_per_s_per_gpu)."""
-    text = _BRACKETED_WORDS.sub(lambda m: f" {m.group(1).replace('-', ' ')} ", str(name).lower())
+    text = _BRACKETED_WORDS.sub(
+        lambda m: (
+            " " + _GPU_WORDS.sub(r"gpu\1", (m.group(1) or m.group(2)).replace("-", " ")) + " "
+        ),
+        str(name).lower(),
+    )
     text = _ACRONYM_NOTE.sub(" ", text) if acronyms else text
     text = re.sub(r"\([^)]*\)", " ", text)
     text = re.sub(r"\btok(en)?s?/s\b", lambda m: m.group(0).replace("/s", "_per_s"), text)
@@ -255,11 +269,15 @@ def basis_of_unit(unit: str) -> str | None:
         return "decode_gpu"
     if re.search(r"(/|\bper\b)\s*-?\s*(gpu|accelerator|chip|device)s?\b", u):
         return "gpu"
-    # a GPU by its name, ending the unit: "tok/s/H200", "tokens/s per B200 GPU" (not "per GB200
-    # NVL72", "per B200 system", "per H100 node")
-    gpu_name = r"(?:nvidia\s+|amd\s+)?(?:gb|gh|mi|[abhlv])\d{2,3}[a-z]*(?:[\s-]*sxm\d*)?"
-    if re.search(rf"(/|\bper\b)\s*{gpu_name}(?:\s*gpus?)?\s*$", u):
-        return "gpu"
+    # a GPU by its name: "tok/s/H200", "tokens/s per B200 GPU", "tok/s per H100 80GB", "per
+    # MI300X accelerator"; "per H100 node" per node, "per GB200 NVL72", "per B200 system" not
+    gpu_name = re.search(r"(/|\bper\b)\s*(?:nvidia\s+|amd\s+)?(?:gb|gh|mi|[abhlv])\d{2,3}[a-z]*", u)
+    if gpu_name:
+        rest = u[gpu_name.end() :]
+        if re.search(r"\bnodes?\b", rest):
+            return "node"
+        if not re.search(r"system|rack|server|pod|cluster|nvl\d*|equiv|\d+\s*gpus", rest):
+            return "gpu"  # "per H200 (8 GPUs)" is per system
     if re.search(r"(/|\bper\b)\s*-?\s*(user|request|stream|client)s?\b", u):
         return "user"
     if re.search(r"(/|\bper\b)\s*-?\s*node\b", u):

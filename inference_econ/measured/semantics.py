@@ -22,11 +22,12 @@ from ..specs.engine_terms import BY_TERM
 from .metric_names import Metric
 
 #: Words that say a feature named beside them is off: before it ("no MTP", "not WideEP",
-#: "without ADP", "non-disaggregated") or after it ("MTP off", "ADP: disabled", "ep=false",
-#: "MTP=0", "EP n/a", "EP-MoE disabled").
+#: "without ADP", "non-disaggregated") or after it, ending the phrase or after ":" / "=" ("MTP
+#: off", "ADP: disabled", "ep=false", "MTP=0", "(EP n/a)", "EP-MoE disabled)"); "MTP no
+#: overlap scheduler" and "MTP: 0.85 acceptance" do not.
 _OFF_BEFORE = re.compile(r"(?:\bno|\bnot|\bwithout|\bnon)[\s_-]*$", re.IGNORECASE)
 _OFF_AFTER = re.compile(
-    r"^[\w-]*?\s*(?:[:=]\s*)?(?:off|false|disabled|none|no|n/a|0(?![.\d]))(?![\w/])",
+    r"^[\w-]*?\s*(?:[:=]\s*)?(?:off|false|disabled|none|no|n/a|0)(?=\s*(?:$|[,;)\]|]))",
     re.IGNORECASE,
 )
 
@@ -161,16 +162,20 @@ def scenario_part(text, scenario: str | None) -> Part:
 MLPERF_SCENARIO_WORD = re.compile(r"\b(offline|server|interactive)\b", re.IGNORECASE)
 
 
-#: A run at maximum load: every request queued at once ("max load", an infinite rate).
-_MAX_LOAD = re.compile(r"max load|infinite rate", re.IGNORECASE)
-#: Other words for it, read where nothing states a concurrency ("maximum load", "max
-#: throughput", "--request-rate inf", "trtllm-bench throughput"; "--request-rate inf
-#: --max-concurrency 64" is vLLM's closed loop).
+#: A run at maximum load: every request queued at once ("max load", "maximum load", an
+#: infinite rate).
+_MAX_LOAD = re.compile(r"max(?:imum)? load|infinite rate", re.IGNORECASE)
+#: Other words for it, read where no concurrency is stated ("max throughput", "--request-rate
+#: inf", "trtllm-bench throughput"; "--request-rate inf --max-concurrency 64" is vLLM's closed
+#: loop).
 _MAX_LOAD_WORDS = re.compile(
-    r"maximum[\s_-]+load|max(?:imum)?[\s_-]+throughput|request[\s_-]*rate\s*[=:]?\s*inf\b"
+    r"max(?:imum)?[\s_-]+throughput|request[\s_-]*rate\s*[=:]?\s*inf\b"
     r"|trtllm[-_]bench\s+throughput",
     re.IGNORECASE,
 )
+#: A concurrency stated with its number ("--max-concurrency 64", "concurrency: 64", "64
+#: concurrent").
+_STATED_CONCURRENCY = re.compile(r"concurrency\s*[=:]?\s*\d|\d\s*concurrent", re.IGNORECASE)
 
 
 def scenario_of(row: dict, metric: Metric, context: str = "") -> str | None:
@@ -204,7 +209,7 @@ def scenario_of(row: dict, metric: Metric, context: str = "") -> str | None:
     if lead_number(batch) is not None:
         return "closed_loop"
     said = batch + " " + text
-    if _MAX_LOAD_WORDS.search(said) and not re.search(r"concurrency", said, re.IGNORECASE):
+    if _MAX_LOAD_WORDS.search(said) and not _STATED_CONCURRENCY.search(said):
         return "offline"
     return None
 
@@ -227,17 +232,18 @@ def _count(text: str) -> float | None:
     return number(m.group(1) or m.group(2)) if m else None
 
 
-def lead_number(cell) -> float | None:
-    """The number of a ``batch_or_concurrency`` cell: the cell itself ("64", "concurrency 64",
-    "64 users"), or its first ";"-piece when the others state the engine's token budget or build
-    flags ("64; max_num_tokens 2048; gemm_allreduce_plugin float16")."""
+def lead_number(cell, named: bool = True) -> float | None:
+    """The number of a ``batch_or_concurrency`` cell: the cell itself ("64", and with ``named``
+    "concurrency 64", "64 users"), or its first ";"-piece when the others state the engine's
+    token budget or build flags ("64; max_num_tokens 2048; gemm_allreduce_plugin float16")."""
+    read = _count if named else number
     text = str(cell or "")
     head, _, rest = text.partition(";")
-    if _count(text) is not None or not rest:
-        return _count(text)
+    if read(text) is not None or not rest:
+        return read(text)
     pieces = [p for p in rest.split(";") if p.strip()]
     if all(_BUDGET.search(p) or _FUSED_FLAG.search(p) or _KV_FRACTION.search(p) for p in pieces):
-        return _count(head)
+        return read(head)
     return None
 
 
@@ -265,8 +271,9 @@ def batch_of(text, scenario: str | None, notes: str = "") -> tuple[float | None,
     m = _CAP.search(part)
     if m:
         cap = number(m.group(1))
-    elif lead_number(part) is not None:
-        value = lead_number(part)
+    elif lead_number(part, named=scenario not in MLPERF_SCENARIOS) is not None:
+        # a concurrency with its name is no MLPerf scenario's cap (they have no clients)
+        value = lead_number(part, named=scenario not in MLPERF_SCENARIOS)
         if scenario in MLPERF_SCENARIOS:
             cap = value
         else:
