@@ -563,3 +563,12 @@ def test_a_named_concurrency_is_no_cap_of_an_mlperf_scenario():
 def test_more_ways_to_write_both_lengths(cell):
     got = lengths_of(cell, "")
     assert (got.input_mean, got.output_mean) == (1024.0, 1024.0)
+
+
+def test_a_value_rounded_to_thousands(tmp_path):
+    """The vLLM blog's "2.2k tok/s/H200": 2,200 output tokens/s per GPU."""
+    row = f"{SOURCE},DeepSeek-R1,FP8,H200-SXM,8,DEP8,64,1024,1024,throughput,2.2k,tok/s/H200,vLLM 0.10,CC"
+    path = tmp_path / "rows.csv"
+    path.write_text("\n".join([HEADER, row]) + "\n")
+    got = load_measured(str(path))[0]
+    assert got.value == 2200.0 and got.per == "gpu"

@@ -439,8 +439,9 @@ VALUE_BOUNDS = (1e-9, 1e18)
 
 
 def _value(rec: dict, metric, where: str) -> float | None:
-    """The measured value: a positive number, or None (text: unresolved). Several values
-    separated by "/" (BabelStream's copy / triad / dot) give the middle one (triad)."""
+    """The measured value: a positive number ("2.2k": 2,200, as blog posts round rates), or
+    None (text: unresolved). Several values separated by "/" (BabelStream's copy / triad / dot)
+    give the middle one (triad)."""
     raw = str(rec["value"]).strip()
     if "/" not in raw:  # most rows: one plain number, which ``check_number`` passes as it is
         try:
@@ -450,6 +451,9 @@ def _value(rec: dict, metric, where: str) -> float | None:
         else:
             if VALUE_BOUNDS[0] <= plain <= VALUE_BOUNDS[1]:
                 return plain
+    thousands = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*k\s*", raw, re.IGNORECASE)  # "2.2k" tok/s
+    if thousands and "/" not in raw:
+        raw = str(float(thousands.group(1)) * 1000.0)
     parts = [sem.number(p) for p in raw.split("/")] if "/" in raw else [sem.number(raw)]
     if None in parts:
         return None
