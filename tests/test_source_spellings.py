@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import inference_econ as ie
 from inference_econ.api import compare_measured
 from inference_econ.errors import SpecError
 from inference_econ.measured import engine_words, layouts
@@ -572,3 +573,21 @@ def test_a_value_rounded_to_thousands(tmp_path):
     path.write_text("\n".join([HEADER, row]) + "\n")
     got = load_measured(str(path))[0]
     assert got.value == 2200.0 and got.per == "gpu"
+
+
+@pytest.mark.parametrize(
+    "argument, model",
+    [("deepseek-ai/DeepSeek-V3", "DeepSeek-V3"), ("meta-llama/Llama-3.1-8B", "Llama 3.1 8B")],
+)
+def test_a_command_takes_a_repository_id_by_its_name(argument, model):
+    assert ie.load_model(argument).name == model
+
+
+@pytest.mark.parametrize(
+    "argument, said",
+    [("nvidia/DeepSeek-R1-FP4", "did you mean 'DeepSeek-R1'"), ("foo/bar", "import-hf foo/bar")],
+)
+def test_a_repository_id_of_another_checkpoint_is_refused_with_the_way_on(argument, said):
+    with pytest.raises(SpecError) as caught:
+        ie.load_model(argument)
+    assert said in str(caught.value) and "a repository id, read by its name" in str(caught.value)

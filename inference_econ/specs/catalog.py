@@ -228,6 +228,8 @@ def find(kind: str, name_or_path: str | os.PathLike) -> Path:
         return entry.path
     if candidate is not None:
         return _given_as(candidate, text)
+    if kind == "models" and not yaml_name and _REPOSITORY_ID.match(text):
+        return _by_repository(text)
     _refuse_other_files(text, looks_like_path)
     if kind == "hardware" and not yaml_name:
         try:
@@ -239,6 +241,30 @@ def find(kind: str, name_or_path: str | os.PathLike) -> Path:
     if yaml_name or (looks_like_path and kind != "scenarios"):
         raise _no_file(kind, text)
     raise _unknown(kind, text)
+
+
+#: A Hugging Face repository id ("deepseek-ai/DeepSeek-V3"), its organisation no folder here.
+_REPOSITORY_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/([\w.-]+)$")
+
+
+def _by_repository(text: str) -> Path:
+    """The model a repository id names by its own name ("deepseek-ai/DeepSeek-V3": DeepSeek-V3),
+    the name as the catalog spells a model (a release whose name adds a format, "...-FP4", is
+    another checkpoint: ``import-hf`` reads it); a folder of that organisation's name here makes
+    the text a path."""
+    organisation, name = text.split("/", 1)
+    entry = None if Path(organisation).is_dir() else _match("models", name)
+    if entry is not None:
+        return entry.path
+    if Path(organisation).is_dir():
+        raise _no_file("models", text)
+    hint = did_you_mean(name, [e.name for e in entries("models")])
+    raise UnknownNameError(
+        "argument",
+        "models",
+        f"no model named {short(text)} (a repository id, read by its name)",
+        hint or f"import its checkpoint: inference-econ import-hf {text}",
+    )
 
 
 #: The longest path a missing-file error shows whole (a longer one is cut, as names are).
