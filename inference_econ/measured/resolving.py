@@ -11,9 +11,9 @@ import math
 import re
 from functools import lru_cache
 
-from ..errors import SpecError, UnknownNameError
+from ..errors import SpecError
 from ..specs.architecture import Architecture, load_model
-from ..specs.catalog import find, is_host_part, resolve_system_name
+from ..specs.catalog import REPOSITORY_ID, find, is_host_part, resolve_system_name
 from ..specs.engine import select_engine
 from ..specs.hardware import GPU, load_hardware
 from ..specs.platforms import platform_of
@@ -108,8 +108,6 @@ def engine_profile(name: str):
         raise SpecError("", "engine", exc.problem, exc.fix) from None
 
 
-#: A Hugging Face repository id, "organisation/name" ("deepseek-ai/DeepSeek-R1-0528").
-_REPOSITORY = re.compile(r"^[A-Za-z0-9][\w.-]*/([\w.-]+)$")
 #: What a release's name adds to its architecture's, read off the end one at a time: its
 #: checkpoint format ("-FP8", "-NVFP4-v2", "-FP8-dynamic", "-FP8-KV", "-MXFP4-Preview", "-AWQ",
 #: "-W4AFP8", AMD's "-w-mxfp4-a-fp8"; the row's precision column says the format), its date
@@ -130,27 +128,17 @@ def resolve_model(name: str) -> Architecture:
     Server)") and suffixes (-Instruct, -Chat) dropped, "Llama-3.1-70B" read as "Llama 3.1 70B".
     A name no spec has is then read as a release of one (``_release_names``): a Hugging Face
     repository id by its name, the tags a release adds to its architecture's name dropped
-    (format, date, revision), a "v" before a version number read away ("LLaMA v4 Maverick")."""
+    (format, date, preview), a "v" before a version number read away ("LLaMA v4 Maverick")."""
     text = re.sub(r"\([^)]*\)|\"[^\"]*\"", " ", str(name)).strip()
     try:
         return _catalog_model(text)
-    except SpecError as first:
+    except SpecError:
         for candidate in _release_names(text):
             try:
                 return _catalog_model(candidate)
             except SpecError:
                 continue
-        if not _REPOSITORY.match(text):
-            raise
-        hint = first.fix if first.fix.startswith("did you mean") else ""
-        raise UnknownNameError(
-            first.source,
-            first.field,
-            f"no model named {text!r} (a repository id, read by its name)",
-            hint
-            or "give a name 'inference-econ list models' shows, or import the checkpoint "
-            "with 'inference-econ import-hf' and give its file",
-        ) from None
+        raise  # a repository id's reason is the catalog's (specs.catalog._by_repository)
 
 
 def _catalog_model(text: str) -> Architecture:
@@ -174,7 +162,7 @@ def _release_names(text: str) -> list[str]:
     (``_RELEASE_TAGS``, and ``SUFFIXES`` words between them: "Llama-3.3-70B-Instruct-FP8"),
     then each without its ``SUFFIXES`` words anywhere, then each with a "v" before a version
     number read away ("LLaMA v3.3 70B" as "LLaMA 3.3 70B")."""
-    m = _REPOSITORY.match(text)
+    m = REPOSITORY_ID.match(text)
     base = _MAKER.sub("", m.group(1) if m else text)
     names = [base] if base != text else []
     first = base

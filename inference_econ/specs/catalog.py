@@ -228,7 +228,7 @@ def find(kind: str, name_or_path: str | os.PathLike) -> Path:
         return entry.path
     if candidate is not None:
         return _given_as(candidate, text)
-    if kind == "models" and not yaml_name and _REPOSITORY_ID.match(text):
+    if kind == "models" and not yaml_name and REPOSITORY_ID.match(text):
         return _by_repository(text)
     _refuse_other_files(text, looks_like_path)
     if kind == "hardware" and not yaml_name:
@@ -244,7 +244,7 @@ def find(kind: str, name_or_path: str | os.PathLike) -> Path:
 
 
 #: A Hugging Face repository id ("deepseek-ai/DeepSeek-V3"), its organisation no folder here.
-_REPOSITORY_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/([\w.-]+)$")
+REPOSITORY_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/([\w.-]+)$")
 
 
 def _by_repository(text: str) -> Path:
