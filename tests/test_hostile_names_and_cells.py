@@ -162,7 +162,7 @@ def test_a_measured_value_beyond_any_measurement_is_the_rows_reason(value, tmp_p
 
 def test_rows_of_one_configuration_whose_values_cannot_be_read_each_name_their_own(tmp_path):
     """Rows differing only in their value share one reading; an unreadable value's reason had
-    been the first such row's ("value 'about 6400'" said of '~6430' and '6430 tok/s')."""
+    been the first such row's ("value 'some 6400'" said of '6k-7k' and '6430 tok/s')."""
     from pathlib import Path
 
     import pandas as pd
@@ -171,13 +171,13 @@ def test_rows_of_one_configuration_whose_values_cannot_be_read_each_name_their_o
 
     rows = pd.read_csv(Path(__file__).resolve().parent.parent / "examples" / "measured-rows.csv")
     rows = pd.concat([rows.head(1)] * 4, ignore_index=True).astype({"value": str})
-    rows.loc[1:, "value"] = ["about 6400", "~6430", "6430 tok/s"]
+    rows.loc[1:, "value"] = ["some 6400", "6k-7k", "6430 tok/s"]
     path = tmp_path / "rows.csv"
     rows.to_csv(path, index=False)
     got = [r.status for r in load_measured(str(path))]
     assert got[0] == "ok"
     assert got[1:] == [
-        f"unresolved: value {v!r} is not a number" for v in ("about 6400", "~6430", "6430 tok/s")
+        f"unresolved: value {v!r} is not a number" for v in ("some 6400", "6k-7k", "6430 tok/s")
     ]
 
 

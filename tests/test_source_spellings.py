@@ -331,6 +331,11 @@ def test_both_lengths_in_the_input_cell(cell, lengths):
         ("FP8", (8, 16, 8), False),
         # INT4 weights with FP8 GEMMs: not read as FP8 weights, refused
         ("W4AFP8", None, False),
+        ("W4A8 FP8", None, False),
+        # a format named first is the cell's format ("INT4 (W4A8: ...)", Intel's MLPerf cells)
+        ("INT4 (W4A8: GPTQ 4-bit weights)", (4, 16, 16), False),
+        # INT4 weights, 16-bit activations: weight-only INT4
+        ("W4A16", (4, 16, 16), False),
     ],
 )
 def test_precision_cells_as_sources_write_them(precision, bits, block):
@@ -358,6 +363,11 @@ def test_speculation_said_on_or_off(cells, speculates):
         ("nvcr.io/nvidia/tensorrt-llm/release:1.0.0rc6", "trtllm", "1.0.0rc6"),
         ("vllm/vllm-openai:v0.10.2", "vllm", "0.10.2"),
         ("lmsysorg/sglang:v0.5.2-cu126", "sglang", "0.5.2"),
+        # a results folder's name: the engine joined to its version by "_"
+        ("results/vllm_0.9.1/deepseek", "vllm", "0.9.1"),
+        ("sglang_v0.5.2", "sglang", "0.5.2"),
+        ("my_vllm_run", "vllm", None),
+        ("pyvllm 0.9", None, None),
     ],
 )
 def test_an_engine_image_tag_is_its_version(notes, engine, version):
@@ -375,6 +385,9 @@ def test_an_engine_image_tag_is_its_version(notes, engine, version):
         # instance counts alone, or the word: disaggregated, its decode GPUs not said
         ("2P1D", "", 24, None),
         ("DEP8", "PD disagg", 8, None),
+        # both parts by their full names without ":"
+        ("prefill 2xTP4 / decode 1xDEP8", "", 16, 8),
+        ("decode DEP8, prefill TP4 x2", "", 16, 8),
     ],
 )
 def test_disaggregated_rows_as_blog_posts_write_them(parallelism, notes, gpus, decode):
@@ -480,7 +493,15 @@ def test_a_name_and_a_unit_that_disagree_leave_the_row_unresolved(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "cell", ["concurrency 64", "--max-concurrency 64", "64 concurrent requests", "64 users"]
+    "cell",
+    [
+        "concurrency 64",
+        "--max-concurrency 64",
+        "64 concurrent requests",
+        "64 users",
+        "C=64",
+        "c: 64",
+    ],
 )
 def test_a_concurrency_written_with_its_name(cell):
     row = {"batch_or_concurrency": cell, "source": "a blog post", "model": "DeepSeek-R1"}
@@ -573,6 +594,26 @@ def test_a_value_rounded_to_thousands(tmp_path):
     path.write_text("\n".join([HEADER, row]) + "\n")
     got = load_measured(str(path))[0]
     assert got.value == 2200.0 and got.per == "gpu"
+
+
+@pytest.mark.parametrize("value", ["~6430", "≈ 6430", "about 6430", "~6.43k"])
+def test_an_approximate_value_is_the_figure_it_approximates(tmp_path, value):
+    row = f"{SOURCE},DeepSeek-R1,FP4,B200,4,DEP4,64,1024,1024,throughput,{value},tok/s/GPU,,CC"
+    path = tmp_path / "rows.csv"
+    path.write_text("\n".join([HEADER, row]) + "\n", encoding="utf-8")
+    assert load_measured(str(path))[0].value == pytest.approx(6430.0)
+
+
+@pytest.mark.parametrize(
+    "parallelism", ["prefill/decode on TP8", "prefill TP4 / prefill TP4", "prefill TP8 cluster"]
+)
+def test_words_naming_one_part_or_none_leave_a_row_aggregated(parallelism):
+    row = {"parallelism": parallelism}
+    assert layouts.disaggregation_of(row, "", "tok/s", 8, "w") == (False, None, None)
+
+
+def test_a_bare_c_without_its_sign_is_no_concurrency():
+    assert sem.lead_number("c64") is None and sem.lead_number("C=64") == 64.0
 
 
 @pytest.mark.parametrize(

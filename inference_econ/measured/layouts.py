@@ -336,6 +336,13 @@ _PREFILL = ("prefill", "context", "ctx", "p")
 _COMMA_PARTS = re.compile(
     r"\s*,(?=\s*(?:prefill|context|ctx|p|decode|generation|gen|d)\s*[:=])\s*", re.IGNORECASE
 )
+#: Both parts named by a full label without ":" ("prefill 2xTP4 / decode 1xDEP8", "decode DEP8,
+#: prefill TP4 x2"): each part's text must hold a degree, so "prefill/decode on TP8" is no part.
+_WORDED_PARTS = re.compile(
+    r"^\s*(?P<first>prefill|context|decode|generation)\s+(?P<a>[^/;|,]*\d[^/;|,]*?)\s*[/;|,]"
+    r"\s*(?P<second>prefill|context|decode|generation)\s+(?P<b>[^/;|,]*\d[^/;|,]*?)\s*$",
+    re.IGNORECASE,
+)
 #: TensorRT-LLM's names of its disaggregated configurations ("ctx1dep4-gen2dep4",
 #: "c4dep4_g1dep4"): so many context and generation servers, each of one layout.
 _SERVERS = re.compile(
@@ -449,6 +456,15 @@ def _roles(parallelism: str, context: str) -> tuple[dict[str, str], dict[str, in
     for role, text, alone in found:
         if alone or both:
             roles[role] = text
+    worded = _WORDED_PARTS.match(parallelism) if not roles else None
+    if worded:
+        parts = [
+            (worded.group("first"), worded.group("a")),
+            (worded.group("second"), worded.group("b")),
+        ]
+        named = {("prefill" if w.lower() in _PREFILL else "decode"): text for w, text in parts}
+        if len(named) == 2:
+            roles.update(named)
     servers = _SERVERS.search(parallelism)
     if servers and not roles:  # "ctx1dep4-gen2dep4": one context server of DEP4, two of gen
         roles["prefill"] = f"{servers.group(2)} x{servers.group(1)}"

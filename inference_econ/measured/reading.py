@@ -439,10 +439,10 @@ VALUE_BOUNDS = (1e-9, 1e18)
 
 
 def _value(rec: dict, metric, where: str) -> float | None:
-    """The measured value: a positive number ("2.2k": 2,200, as blog posts round rates), or
-    None (text: unresolved). Several values separated by "/" (BabelStream's copy / triad / dot)
-    give the middle one (triad)."""
-    raw = str(rec["value"]).strip()
+    """The measured value: a positive number ("2.2k": 2,200, as blog posts round rates; "~6430"
+    and "≈6.4k" as the figure they approximate), or None (text: unresolved). Several values
+    separated by "/" (BabelStream's copy / triad / dot) give the middle one (triad)."""
+    raw = re.sub(r"^(?:~|≈|about\s|approx\.?\s)\s*", "", str(rec["value"]).strip(), flags=re.I)
     if "/" not in raw:  # most rows: one plain number, which ``check_number`` passes as it is
         try:
             plain = float(raw)

@@ -214,10 +214,11 @@ def scenario_of(row: dict, metric: Metric, context: str = "") -> str | None:
     return None
 
 
-#: A concurrency written with its name: "concurrency 64", "conc=64", "max concurrency: 64",
+#: A concurrency written with its name: "concurrency 64", "conc=64", "C=64" (a bare "c" only
+#: before "=" or ":"), "max concurrency: 64",
 #: "--max-concurrency 64", "64 concurrent requests", "64 users", "64 clients".
 _NAMED_CONCURRENCY = re.compile(
-    r"^\s*(?:-{0,2}(?:max[\s_-]*)?(?:concurrency|conc)\s*[:=]?\s*(\d[\d,]*)"
+    r"^\s*(?:-{0,2}(?:max[\s_-]*)?(?:concurrency|conc|c(?=\s*[:=]))\s*[:=]?\s*(\d[\d,]*)"
     r"|(\d[\d,]*)\s*(?:concurrent(?:\s+(?:requests|users|clients|streams))?|users|clients))\s*$",
     re.IGNORECASE,
 )
