@@ -734,17 +734,19 @@ def test_a_bad_dataset_maximum_is_one_line_naming_file_and_field(
 
 def test_a_row_in_the_checkpoints_own_element_width_keeps_its_format(tmp_path):
     """gpt-oss-120b ships MXFP4 experts (4.25 bits with their scales): a row that says "FP4"
-    runs that checkpoint, not NVFP4's 4.5; a Llama row in FP4 is NVFP4 (4 bits + scales)
-    and an FP8 gpt-oss row is FP8."""
+    runs that checkpoint, not NVFP4's 4.5, and so does a bare "FP8" (its only release); a
+    Llama row in FP4 is NVFP4 (4 bits + scales) and a gpt-oss row whose cell states FP8
+    weights of its own is FP8."""
     base = v50_lines(OFFLINE)[0]
     lines = [
         edited(base, model="gpt-oss-120b", precision="FP4")[0],
-        edited(base, model="gpt-oss-120b", precision="FP8")[0],
+        edited(base, model="gpt-oss-120b", precision="FP8 (self-quantized weights)")[0],
         edited(base, precision="FP4")[0],
+        edited(base, model="gpt-oss-120b", precision="FP8")[0],
     ]
     rows = load_measured(write(tmp_path, lines))
     # on this Hopper system the MX checkpoint keeps its BF16 KV cache (machine.mx_kv_cache_bits)
-    assert [r.bits for r in rows] == [(4.25, 16, 16), (8, 16, 8), (4, 16, 8)]
+    assert [r.bits for r in rows] == [(4.25, 16, 16), (8, 16, 8), (4, 16, 8), (4.25, 16, 16)]
 
 
 @pytest.mark.parametrize(

@@ -632,3 +632,51 @@ def test_a_repository_id_of_another_checkpoint_is_refused_with_the_way_on(argume
     with pytest.raises(SpecError) as caught:
         ie.load_model(argument)
     assert said in str(caught.value) and "a repository id, read by its name" in str(caught.value)
+
+
+def test_a_bare_label_of_wider_weights_on_gpt_oss_is_its_only_release(tmp_path):
+    """The overview heads its Hopper gpt-oss columns "(FP8)" for runs of openai/gpt-oss-120b's
+    MXFP4 experts (its GPT-OSS options: the TRITON MoE backend, a KV cache "auto" on Hopper):
+    copied so, the figure is the release's, BF16 KV cache and all, and the engine label says
+    how the cell was read; the same cell in the catalog's spelling predicts the same figure.
+    A cell that states its weights ("weights fp8", a self-quantized checkpoint) is another
+    checkpoint and keeps its 8 bits, as does "FP8" on a model with more than one release."""
+    tail = "TensorRT-LLM 1.2 (PyTorch backend),Apache-2.0"
+    cells = ["MXFP4", "FP8", "BF16", "FP8 (weights fp8 per the results table)"]
+    lines = [
+        f"{SOURCE},gpt-oss-120b,{cell},H200,1,TP1,max load,1024,1024,"
+        f"throughput_per_gpu,6798,output tok/s per GPU,{tail}"
+        for cell in cells
+    ]
+    lines.append(
+        f"{SOURCE},DeepSeek-R1,FP8,H200,8,DEP8,max load,1024,1024,"
+        f"throughput_per_gpu,1620,output tok/s per GPU,{tail}"
+    )
+    path = tmp_path / "rows.csv"
+    path.write_text("\n".join([HEADER, *lines]) + "\n")
+    rows = load_measured(str(path))
+    assert [r.bits for r in rows] == [
+        (4.25, 16, 16.0),
+        (4.25, 16, 16.0),
+        (4.25, 16, 16.0),
+        (8, 16, 8),
+        (8, 16, 8),
+    ]
+    assert [r.precision_as_released for r in rows] == [None, "FP8", "BF16", None, None]
+    table = compare_measured(path, preset("achievable")).table
+    released, label, _, requantised, _ = table.itertuples()
+    assert label.predicted == released.predicted
+    assert "precision 'FP8' read as gpt-oss-120b's only released weights" in label.engine
+    assert "read as" not in released.engine and "read as" not in requantised.engine
+    assert requantised.predicted != released.predicted
+
+
+def test_released_format_only_is_a_boolean_of_the_model_file(tmp_path):
+    from inference_econ.specs.architecture import load_model
+
+    text = (Path(__file__).parent.parent / "models" / "gpt-oss-20b.yaml").read_text()
+    path = tmp_path / "model.yaml"
+    path.write_text(text.replace("released_format_only: true", "released_format_only: 2"))
+    with pytest.raises(SpecError) as caught:
+        load_model(path)
+    assert "released_format_only" in str(caught.value)

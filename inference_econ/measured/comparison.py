@@ -150,6 +150,7 @@ def _question(r: MeasuredRow) -> tuple:
         r.engine,
         getattr(r, "engine_version", None),
         getattr(r, "engine_branch", None),  # the label names it
+        r.precision_as_released,  # the label names it
         getattr(r, "platform", None),
         r.disaggregated,
         r.decode_gpus,

@@ -48,6 +48,7 @@ from .resolving import (
     gemm_shape_of,
     hardware_of,
     harness_unmodelled,
+    released_instead,
     resolve_model,
     scenario_problem,
 )
@@ -134,6 +135,9 @@ class MeasuredRow:
     #: gather, deepep or all_to_all, §F7); None: not stated (the engine's default backend).
     expert_exchange: str | None = None
     limits: tuple[float, float] | None = None
+    #: The precision cell as written where it names wider weights than a model released in
+    #: one format only, and the row is read as that release (``resolving.as_released``).
+    precision_as_released: str | None = None
     #: Engine profile name ("trtllm", "vllm", "sglang", or the ``engine`` column as given);
     #: None: the row names no engine the toolkit knows.
     engine: str | None = None
@@ -546,17 +550,28 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
     return MeasuredRow(status=_status(rec, base, engine, benchmark), **base)
 
 
+def _bits(rec, base):
+    """The (weight, activation, KV) bits a row's precision cell states, as its model's
+    checkpoint runs them (block-scaled FP8, its release, an MX checkpoint's KV cache); the
+    block-scaled architecture and a bare label read as the release go into ``base``."""
+    said = str(rec.get("precision") or "").strip()
+    bits = engine_words.precision_of(said)
+    if bits is not None and bits[0] == 8 and engine_words.states_block_scaled(said):
+        base["arch"] = base["arch"].with_block_scaled_fp8()  # its checkpoint's own format
+    if released_instead(bits, base["arch"], said):
+        base["precision_as_released"] = said
+    bits = as_released(bits, base["arch"], said)
+    if bits is not None and not engine_words.states_kv_format(said):
+        bits = (bits[0], bits[1], mx_kv_cache_bits(base["gpu"], bits[0], bits[2]))
+    return bits
+
+
 def _read_setting(rec, base, metric, gpus, count, where, benchmark):
     """Read the setting an end-to-end row ran into ``base`` (precision, scenario, concurrency,
     engine and what the row states of it, disaggregation, layout, what the value is per);
     returns the engine the row names (``engine_words.EngineText``)."""
     context, cell = rec["_context"], rec.get("batch_or_concurrency")
-    bits = engine_words.precision_of(rec.get("precision"))
-    if bits is not None and bits[0] == 8 and engine_words.states_block_scaled(rec.get("precision")):
-        base["arch"] = base["arch"].with_block_scaled_fp8()  # its checkpoint's own format
-    bits = as_released(bits, base["arch"])
-    if bits is not None and not engine_words.states_kv_format(rec.get("precision")):
-        bits = (bits[0], bits[1], mx_kv_cache_bits(base["gpu"], bits[0], bits[2]))
+    bits = _bits(rec, base)
     scenario = sem.scenario_of(rec, metric, context)
     experts = base["arch"].routed_experts
     copies = redundant_experts_of(cell, scenario, context, where, experts)

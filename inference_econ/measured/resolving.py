@@ -268,17 +268,43 @@ def scenario_problem(scenario, metric, concurrency, bits, rec) -> str:
     return ""
 
 
-def as_released(bits, arch):
+def as_released(bits, arch, text=""):
     """A row's precision (weight, activation, KV bits) on a model whose checkpoint stores its
     weights in a format of the same element width keeps that format's exact width: "FP4" on
     gpt-oss is its released MXFP4 (4.25 bits; its BF16 non-expert weights and MXFP8 GEMM
-    operand are the model file's and stay, ``Architecture.with_precision``)."""
+    operand are the model file's and stay, ``Architecture.with_precision``). On a model
+    released in one format only (``Architecture.released_format_only``), wider weights are
+    that checkpoint too: TensorRT-LLM's performance overview heads its Hopper gpt-oss columns
+    "(FP8)" for runs of openai/gpt-oss-120b's MXFP4 experts, where the cell ``text`` is such a
+    bare label (``released_instead``)."""
     if bits is None:
         return None
     released = arch.precision.weight_bits
     if released != bits[0] and math.floor(released + 1e-9) == math.floor(bits[0] + 1e-9):
         return (released, *bits[1:])
+    if released_instead(bits, arch, text):
+        return (released, *bits[1:])
     return bits
+
+
+#: A precision cell that states its weights' own format or a checkpoint of its own ("FP8
+#: (weights fp8 per the results table)", "w-fp8-a-fp8", "self-quantized with Quark"), not a
+#: bare label: another checkpoint of the model, read as it says.
+_STATES_WEIGHTS = re.compile(
+    r"weight|(?<![a-z])w-?(?:fp)?(?:8|16)|quanti[sz]|quark|modelopt|checkpoint", re.IGNORECASE
+)
+
+
+def released_instead(bits, arch, text="") -> bool:
+    """Whether a row's precision cell ``text``, a bare label of wider weights ("FP8") than a
+    model released in one format only, is read as that release (``as_released``; the row's
+    engine label says so)."""
+    return (
+        bits is not None
+        and arch.released_format_only
+        and bits[0] > arch.precision.weight_bits + 1e-9
+        and not _STATES_WEIGHTS.search(str(text or ""))
+    )
 
 
 def gemm_shape_of(text):

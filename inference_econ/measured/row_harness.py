@@ -144,6 +144,12 @@ def engine_label(
     label = name if named else f"{name} (version not stated)"
     if not named and row.engine_branch:  # a build of a source branch: no release to place
         label = f"{name} (branch {row.engine_branch} stated, no release version)"
+    if row.precision_as_released:
+        released = row.arch.precision.weight_bits
+        label += (
+            f", precision {row.precision_as_released!r} read as {row.arch.name}'s only released"
+            f" weights ({released:g} bits a weight)"
+        )
     if row.token_budget:
         label += f", {budget:,} tokens a step as stated"
     if row.fused_allreduce:

@@ -323,6 +323,10 @@ class Architecture:
     #: when a setting runs other bits (``with_precision``), which need another checkpoint; None:
     #: ``precision``'s.
     checkpoint_weight_bits: float | None = None
+    #: The weights are published in ``precision``'s format only and every engine loads that
+    #: checkpoint (gpt-oss: MXFP4 experts), so a result labelled with wider weights ("FP8",
+    #: "BF16") ran it (``measured.resolving.as_released``).
+    released_format_only: bool = False
     #: Redundant copies of routed experts a deployment holds in each MoE layer beside its
     #: experts, which the engine's expert-parallel load balancer (EPLB) places on the ranks the
     #: hottest experts load most (docs/model-part-f.md §F7 "Redundant experts"); 0: none. A
@@ -436,6 +440,7 @@ MODEL_FIELDS = (
     "mtp",
     "max_context_tokens",
     "expert_routing",
+    "released_format_only",
 )
 
 #: The routings of real tokens over a model's experts that the measured fused-MoE tables time
@@ -656,6 +661,7 @@ def architecture_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> A
         mtp=_mtp(r.sub("mtp", None), d_model, groups),
         max_context_tokens=r.number("max_context_tokens", None, **BOUNDS["max_context_tokens"]),
         expert_routing=_expert_routing(r),
+        released_format_only=r.boolean("released_format_only", False),
     )
     r.finish()
     if arch.precision.dense_weight_bits is not None and not arch.is_moe:

@@ -11,7 +11,7 @@ MODEL = (
     "name", "aliases", "description", "source", "hf_repository", "d_model", "vocab_size",
     "max_context_tokens", "layers", "layer_groups", "attention", "ffn", "precision",
     "tied_embeddings", "parallel_attention", "published_params", "sliding_window_tokens", "mtp",
-    "expert_routing",
+    "expert_routing", "released_format_only",
 )  # fmt: skip
 #: ``attention`` (MLA's ranks and head sizes among them).
 ATTENTION = (
