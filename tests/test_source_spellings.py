@@ -308,6 +308,27 @@ def test_the_overviews_rtx_pro_tables_read_as_the_page_writes_them(tmp_path):
     assert table["predicted"].iloc[0] == pytest.approx(9755.0, rel=0.05)
 
 
+AS_WRITTEN = Path(__file__).parent / "data" / "trtllm_perf_overview_as_written.csv"
+
+
+def test_the_overviews_tables_read_as_the_page_writes_them():
+    """TensorRT-LLM 1.2's overview tables copied cell for cell (its model headings, its column
+    labels "B200 DEP4 (FP4)" and "H200 TP1 (FP8)", "1000/1000", "6,463"): all 123 figures
+    read, as the figures of the files written in the catalog's spelling do, and the Hopper
+    gpt-oss columns' "(FP8)" as the MXFP4 release they ran."""
+    rows = load_measured(str(AS_WRITTEN))
+    assert [r.status for r in rows] == ["ok"] * 123
+    assert {r.arch.name for r in rows} == {
+        *("DeepSeek-R1", "gpt-oss-120b", "gpt-oss-20b", "Llama 3.3 70B"),
+        *("Llama 4 Maverick", "Qwen3-235B-A22B", "Qwen3-30B-A3B"),
+    }
+    assert {r.gpu.name for r in rows} == {"B200-HGX", "GB200-NVL72", "H200-SXM", "H100-SXM"}
+    hopper_oss = [r for r in rows if r.arch.name.startswith("gpt-oss") and r.gpu.name[0] == "H"]
+    assert len(hopper_oss) == 20
+    assert {(r.bits, r.precision_as_released) for r in hopper_oss} == {((4.25, 16, 16.0), "FP8")}
+    assert all(r.precision_as_released is None for r in rows if r not in hopper_oss)
+
+
 @pytest.mark.parametrize(
     "cell, lengths",
     [
