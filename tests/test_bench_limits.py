@@ -147,7 +147,8 @@ def test_a_bench_row_runs_at_the_tools_limits_and_is_never_faster_for_them(tmp_p
         ("H200", "MXFP4", 16.0),  # Hopper: no 4-bit tensor cores, the checkpoint's BF16 cache
         ("B200", "MXFP4", 8.0),  # Blackwell: FP8, as the engine's options set it
         ("H200", "MXFP4 (KV cache fp8)", 8.0),  # a stated format stays
-        ("H200", "FP8", 8.0),  # not an MX format
+        ("H200", "FP8", 16.0),  # a bare label: gpt-oss's only release, the MX checkpoint
+        ("H200", "FP8 (self-quantized weights)", 8.0),  # another checkpoint, not an MX format
     ],
 )
 def test_an_mx_checkpoints_kv_cache_follows_the_chip(tmp_path, hardware, precision, kv_bits):
