@@ -22,9 +22,9 @@ from; ``operating_point.py`` takes the row's index, its line less 2).
 
     PYTHONPATH=. python benchmarks/overview_intervals.py [--files moe,moe_rest,dense] [--clock engine]
         (``--files rtx``: the page's RTX PRO 6000 tables, kept out of the default set, whose
-        residuals do not size the class table; ``--files as_written``: its other tables copied
-        cell for cell, the same figures as the default set's in the page's own words, with its
-        1,000/1,000 rows)
+        residuals do not size the class table; ``--files as_written``: the page's B200, GB200,
+        H200 and H100 tables copied cell for cell, the default set's figures in the page's own
+        words, with its 1,000/1,000 rows)
         [--by-release] [--rows "MoE DP+EP Hopper"]
 """
 

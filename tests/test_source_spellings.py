@@ -357,6 +357,10 @@ def test_both_lengths_in_the_input_cell(cell, lengths):
         ("INT4 (W4A8: GPTQ 4-bit weights)", (4, 16, 16), False),
         # INT4 weights, 16-bit activations: weight-only INT4
         ("W4A16", (4, 16, 16), False),
+        ("W4A16g128", (4, 16, 16), False),
+        ("W4A16?", None, False),  # only guessed
+        # W4A8 before a 4-bit format: that format
+        ("W4A8 MXFP4", (4, 16, 8), False),
     ],
 )
 def test_precision_cells_as_sources_write_them(precision, bits, block):
@@ -387,7 +391,8 @@ def test_speculation_said_on_or_off(cells, speculates):
         # a results folder's name: the engine joined to its version by "_"
         ("results/vllm_0.9.1/deepseek", "vllm", "0.9.1"),
         ("sglang_v0.5.2", "sglang", "0.5.2"),
-        ("my_vllm_run", "vllm", None),
+        # an environment variable names no engine: the row's engine is the one it names
+        ("VLLM_USE_V1=1 on TensorRT-LLM 1.2", "trtllm", "1.2"),
         ("pyvllm 0.9", None, None),
     ],
 )
@@ -409,6 +414,9 @@ def test_an_engine_image_tag_is_its_version(notes, engine, version):
         # both parts by their full names without ":"
         ("prefill 2xTP4 / decode 1xDEP8", "", 16, 8),
         ("decode DEP8, prefill TP4 x2", "", 16, 8),
+        ("prefill TP8 (EP8, attn-DP) / decode DEP8", "", 16, 8),
+        ("Prefill: TP4 x2 / Decode: DEP8", "", 16, 8),
+        ("prefill TP4 x2; decode: DEP8", "", 16, 8),
     ],
 )
 def test_disaggregated_rows_as_blog_posts_write_them(parallelism, notes, gpus, decode):
@@ -617,7 +625,9 @@ def test_a_value_rounded_to_thousands(tmp_path):
     assert got.value == 2200.0 and got.per == "gpu"
 
 
-@pytest.mark.parametrize("value", ["~6430", "≈ 6430", "about 6430", "~6.43k"])
+@pytest.mark.parametrize(
+    "value", ["~6430", "≈ 6430", "about 6430", "~6.43k", "approximately 6430", "approx.6430"]
+)
 def test_an_approximate_value_is_the_figure_it_approximates(tmp_path, value):
     row = f"{SOURCE},DeepSeek-R1,FP4,B200,4,DEP4,64,1024,1024,throughput,{value},tok/s/GPU,,CC"
     path = tmp_path / "rows.csv"
@@ -626,7 +636,15 @@ def test_an_approximate_value_is_the_figure_it_approximates(tmp_path, value):
 
 
 @pytest.mark.parametrize(
-    "parallelism", ["prefill/decode on TP8", "prefill TP4 / prefill TP4", "prefill TP8 cluster"]
+    "parallelism",
+    [
+        "prefill/decode on TP8",
+        "prefill TP4 / prefill TP4",
+        "prefill TP8 cluster",
+        # lengths or counts, not degrees
+        "prefill 8192 / decode 1024",
+        "prefill 4 GPUs, decode 4 GPUs",
+    ],
 )
 def test_words_naming_one_part_or_none_leave_a_row_aggregated(parallelism):
     row = {"parallelism": parallelism}
@@ -663,7 +681,8 @@ def test_a_bare_label_of_wider_weights_on_gpt_oss_is_its_only_release(tmp_path):
     A cell that states its weights ("weights fp8", a self-quantized checkpoint) is another
     checkpoint and keeps its 8 bits, as does "FP8" on a model with more than one release."""
     tail = "TensorRT-LLM 1.2 (PyTorch backend),Apache-2.0"
-    cells = ["MXFP4", "FP8", "BF16", "FP8 (weights fp8 per the results table)"]
+    long_label = "FP8 " + "x" * 3000
+    cells = ["MXFP4", "FP8", "BF16", "FP8 (weights fp8 per the results table)", long_label]
     lines = [
         f"{SOURCE},gpt-oss-120b,{cell},H200,1,TP1,max load,1024,1024,"
         f"throughput_per_gpu,6798,output tok/s per GPU,{tail}"
@@ -676,20 +695,38 @@ def test_a_bare_label_of_wider_weights_on_gpt_oss_is_its_only_release(tmp_path):
     path = tmp_path / "rows.csv"
     path.write_text("\n".join([HEADER, *lines]) + "\n")
     rows = load_measured(str(path))
-    assert [r.bits for r in rows] == [
-        (4.25, 16, 16.0),
-        (4.25, 16, 16.0),
-        (4.25, 16, 16.0),
-        (8, 16, 8),
-        (8, 16, 8),
+    assert [r.bits for r in rows] == [(4.25, 16, 16.0)] * 3 + [(8, 16, 8), (4.25, 16, 16.0)] + [
+        (8, 16, 8)
     ]
-    assert [r.precision_as_released for r in rows] == [None, "FP8", "BF16", None, None]
+    assert [r.precision_as_released for r in rows] == [None, "FP8", "BF16", None, long_label, None]
     table = compare_measured(path, preset("achievable")).table
-    released, label, _, requantised, _ = table.itertuples()
-    assert label.predicted == released.predicted
+    released, label, _, requantised, long_one, _ = table.itertuples()
+    assert label.predicted == released.predicted == long_one.predicted
     assert "precision 'FP8' read as gpt-oss-120b's only released weights" in label.engine
     assert "read as" not in released.engine and "read as" not in requantised.engine
     assert requantised.predicted != released.predicted
+    assert len(long_one.engine) < len(label.engine) + 100  # the cell cut short in the label
+
+
+@pytest.mark.parametrize(
+    "cell", ["FP8 (KV cache quantized)", "FP8 activations (weights MXFP4)", "FP8 (TRT-LLM)"]
+)
+def test_words_of_other_things_than_the_weights_leave_a_bare_label(tmp_path, cell):
+    line = f"{SOURCE},gpt-oss-120b,{cell},H200,1,TP1,max load,1024,1024,throughput_per_gpu,6798,"
+    path = tmp_path / "rows.csv"
+    path.write_text("\n".join([HEADER, line + "output tok/s per GPU,TensorRT-LLM 1.2,CC"]) + "\n")
+    (row,) = load_measured(str(path))
+    assert row.bits == (4.25, 16, 16.0) and row.precision_as_released == cell
+
+
+def test_a_precision_given_on_the_command_line_is_read_as_given(tmp_path):
+    """``compare-measured --precision FP8`` fills the rows that state none: the user's own
+    statement of the weights, not a label, so gpt-oss's rows run 8-bit weights."""
+    line = f"{SOURCE},gpt-oss-120b,,H200,1,TP1,max load,1024,1024,throughput_per_gpu,6798,"
+    path = tmp_path / "rows.csv"
+    path.write_text("\n".join([HEADER, line + "output tok/s per GPU,TensorRT-LLM 1.2,CC"]) + "\n")
+    (row,) = load_measured(str(path), stated={"precision": "FP8"})
+    assert row.bits == (8, 16, 8) and row.precision_as_released is None
 
 
 def test_released_format_only_is_a_boolean_of_the_model_file(tmp_path):

@@ -13,10 +13,11 @@ from .semantics import is_missing, said_off
 # --- engines --------------------------------------------------------------------------------
 
 #: Engines named in free text -> profile names; the first named in the text wins. A name
-#: joined to its version by "_" ("vllm_0.9.1", a results folder's name) is still the name.
+#: joined to its version by "_" ("vllm_0.9.1", a results folder's name) is still the name; one
+#: joined to other words ("VLLM_USE_V1", an environment variable) is not.
 ENGINE_WORDS = (
-    (re.compile(r"(?<![a-z0-9])vllm(?![a-z0-9])", re.I), "vllm"),
-    (re.compile(r"(?<![a-z0-9])sglang(?![a-z0-9])", re.I), "sglang"),
+    (re.compile(r"(?<![a-z0-9])vllm(?:\b|(?=_v?\d))", re.I), "vllm"),
+    (re.compile(r"(?<![a-z0-9])sglang(?:\b|(?=_v?\d))", re.I), "sglang"),
     (re.compile(r"trt|tensorrt|\bnim\b", re.I), "trtllm"),
 )
 #: A versioned mention: the engine's own name followed by its version ("vLLM 0.6.x",
@@ -216,12 +217,18 @@ def precision_of(text) -> tuple[float, float, float] | None:
     # a format word on its own, not inside another's name ("W4AFP8": INT4 weights, FP8 GEMMs,
     # refused); "W8A8" before one ("W8A8FP8") and an FP8 encoding ("e4m3fp8") name nothing else
     raw = re.sub(r"w8a8[-_ ]?|e[45]m[23][-_ ]?", " ", str(text or ""), flags=re.I)
-    # 4-bit weights with 8-bit activations named first ("W4A8 FP8") are no format the model
-    # prices ("INT4 (W4A8 ...)" is INT4, as it says first); "W4A16" is INT4 weight-only
-    raw = re.sub(r"(?<![a-z0-9])w4a16(?![a-z0-9])", " int4 ", raw, flags=re.I)
+    # 4-bit weights with 8-bit activations named first are a 4-bit format only where one follows
+    # ("W4A8 MXFP4"; "W4A8 FP8" is no format the model prices, "INT4 (W4A8 ...)" is INT4, as it
+    # says first); "W4A16" is INT4 weight-only
+    raw = re.sub(r"(?<![a-z0-9])w4a16(?:g\d+)?(?![a-z0-9])", " int4", raw, flags=re.I)
     words = r"(?<![a-z0-9])(w4a(?:8|fp8)|nvfp4|mxfp4|bf16|fp16|fp32|fp8|int8|fp4|int4|awq)(\?)?"
-    for m in re.finditer(words, raw, re.I):
-        if m.group(2) or m.group(1).lower().startswith("w4a"):
+    found = list(re.finditer(words, raw, re.I))
+    if found and found[0].group(1).lower().startswith("w4a"):
+        after = found[1] if len(found) > 1 else None
+        four_bit = after is not None and after.group(1).lower() in ("mxfp4", "nvfp4", "fp4", "int4")
+        found = [after] if four_bit and not found[0].group(2) else []
+    for m in found:
+        if m.group(2):
             return None
         weight, activation, kv = PRECISIONS[m.group(1).lower()]
         stated = _KV_FORMAT.search(raw)

@@ -336,12 +336,18 @@ _PREFILL = ("prefill", "context", "ctx", "p")
 _COMMA_PARTS = re.compile(
     r"\s*,(?=\s*(?:prefill|context|ctx|p|decode|generation|gen|d)\s*[:=])\s*", re.IGNORECASE
 )
-#: Both parts named by a full label without ":" ("prefill 2xTP4 / decode 1xDEP8", "decode DEP8,
-#: prefill TP4 x2"): each part's text must hold a degree, so "prefill/decode on TP8" is no part.
+#: Both parts named by a full label, with or without ":" ("prefill 2xTP4 / decode 1xDEP8",
+#: "decode DEP8, prefill TP4 x2", "Prefill: TP8 (EP8, attn-DP) / Decode: DEP8"): a part runs to
+#: the "/", ";", "|" or "," that the other label follows, and each must state a layout degree
+#: (``_PART_DEGREE``), so "prefill 8192 / decode 1024" or "prefill/decode on TP8" is no part.
 _WORDED_PARTS = re.compile(
-    r"^\s*(?P<first>prefill|context|decode|generation)\s+(?P<a>[^/;|,]*\d[^/;|,]*?)\s*[/;|,]"
-    r"\s*(?P<second>prefill|context|decode|generation)\s+(?P<b>[^/;|,]*\d[^/;|,]*?)\s*$",
+    r"^\s*(?P<first>prefill|context|decode|generation)\b\s*[:=]?\s*(?P<a>.+?)\s*[/;|,]"
+    r"\s*(?P<second>prefill|context|decode|generation)\b\s*[:=]?\s*(?P<b>.+?)\s*$",
     re.IGNORECASE,
+)
+#: A layout degree as the layout cells write one ("TP4", "DEP8", "EP 8", "2xTP4", "PP2").
+_PART_DEGREE = re.compile(
+    r"(?:(?<![a-z])|(?<=\dx))(?:d?ep|tep|tp|pp|dp|adp)[\s-]*\d", re.IGNORECASE
 )
 #: TensorRT-LLM's names of its disaggregated configurations ("ctx1dep4-gen2dep4",
 #: "c4dep4_g1dep4"): so many context and generation servers, each of one layout.
@@ -456,15 +462,15 @@ def _roles(parallelism: str, context: str) -> tuple[dict[str, str], dict[str, in
     for role, text, alone in found:
         if alone or both:
             roles[role] = text
-    worded = _WORDED_PARTS.match(parallelism) if not roles else None
-    if worded:
+    worded = _WORDED_PARTS.match(parallelism) if len(roles) < 2 else None
+    if worded and all(_PART_DEGREE.search(worded.group(g)) for g in ("a", "b")):
         parts = [
             (worded.group("first"), worded.group("a")),
             (worded.group("second"), worded.group("b")),
         ]
         named = {("prefill" if w.lower() in _PREFILL else "decode"): text for w, text in parts}
         if len(named) == 2:
-            roles.update(named)
+            roles = named
     servers = _SERVERS.search(parallelism)
     if servers and not roles:  # "ctx1dep4-gen2dep4": one context server of DEP4, two of gen
         roles["prefill"] = f"{servers.group(2)} x{servers.group(1)}"

@@ -269,10 +269,15 @@ def load_measured(path: str | Path, stated: dict | None = None) -> list[Measured
         names, ragged = list(df.columns), {}  # once: iterating an Arrow index is slow
         columns = [df[c].tolist() for c in df.columns]
         starts = list(range(2, len(df) + 2))
+    given = None  # rows whose precision is the option's, which is read as given
     for name, value in (stated or {}).items():
         if value is not None and name in names:
             i = names.index(name)
+            if name == "precision":
+                given = [sem.is_missing(c) for c in columns[i]]
             columns[i] = [value if sem.is_missing(c) else c for c in columns[i]]
+    if given is not None:
+        names, columns = [*names, "_precision_given"], [*columns, given]
     records = [dict(zip(names, cells)) for cells in zip(*columns)]
     if ragged and len(ragged) == len(records):  # no row can be read: one error, not a table
         left_out(str(path), "row", len(records), [(starts[i], e) for i, e in ragged.items()])
@@ -446,7 +451,8 @@ def _value(rec: dict, metric, where: str) -> float | None:
     """The measured value: a positive number ("2.2k": 2,200, as blog posts round rates; "~6430"
     and "≈6.4k" as the figure they approximate), or None (text: unresolved). Several values
     separated by "/" (BabelStream's copy / triad / dot) give the middle one (triad)."""
-    raw = re.sub(r"^(?:~|≈|about\s|approx\.?\s)\s*", "", str(rec["value"]).strip(), flags=re.I)
+    raw = str(rec["value"]).strip()
+    raw = re.sub(r"^(?:~|≈|about\s|approx(?:\.|imately\s|\s))\s*", "", raw, flags=re.I)
     if "/" not in raw:  # most rows: one plain number, which ``check_number`` passes as it is
         try:
             plain = float(raw)
@@ -558,9 +564,11 @@ def _bits(rec, base):
     bits = engine_words.precision_of(said)
     if bits is not None and bits[0] == 8 and engine_words.states_block_scaled(said):
         base["arch"] = base["arch"].with_block_scaled_fp8()  # its checkpoint's own format
-    if released_instead(bits, base["arch"], said):
-        base["precision_as_released"] = said
-    bits = as_released(bits, base["arch"], said)
+    instead = released_instead(bits, base["arch"], said)
+    if not (instead and rec.get("_precision_given")):  # ``--precision`` is read as given
+        if instead:
+            base["precision_as_released"] = said
+        bits = as_released(bits, base["arch"], said)
     if bits is not None and not engine_words.states_kv_format(said):
         bits = (bits[0], bits[1], mx_kv_cache_bits(base["gpu"], bits[0], bits[2]))
     return bits

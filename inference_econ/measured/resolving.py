@@ -287,11 +287,16 @@ def as_released(bits, arch, text=""):
     return bits
 
 
-#: A precision cell that states its weights' own format or a checkpoint of its own ("FP8
-#: (weights fp8 per the results table)", "w-fp8-a-fp8", "self-quantized with Quark"), not a
-#: bare label: another checkpoint of the model, read as it says.
+#: A precision cell that states its weights in a wider format or a quantisation of its own
+#: ("FP8 (weights fp8 per the results table)", "FP8 weights", "w-fp8-a-fp8", "W8A8",
+#: "self-quantized", "requantized", AMD Quark's, ModelOpt's, llm-compressor's), not a bare
+#: label: another checkpoint of the model, read as it says. "FP8 (KV cache quantized)" or
+#: "FP8 activations (weights MXFP4)" says nothing of other weights.
 _STATES_WEIGHTS = re.compile(
-    r"weight|(?<![a-z])w-?(?:fp)?(?:8|16)|quanti[sz]|quark|modelopt|checkpoint", re.IGNORECASE
+    r"weights?\s*[:=]?\s*(?:fp8|bf16|fp16|fp32|int8)|(?:fp8|bf16|fp16|fp32|int8)[\s_-]*weights?"
+    r"|(?<![a-z])w-?(?:fp|int)?(?:8|16)(?![0-9])|self[\s-]*quanti[sz]|re-?quanti[sz]"
+    r"|quark|modelopt|llm[\s-]*compressor",
+    re.IGNORECASE,
 )
 
 

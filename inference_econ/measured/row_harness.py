@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..errors import short
 from ..load.engine import cadence_text
 from ..model.overlap import overlap_problem
 from ..specs.engine import EngineProfile, PrefillMode, RouterPolicy
@@ -147,7 +148,7 @@ def engine_label(
     if row.precision_as_released:
         released = row.arch.precision.weight_bits
         label += (
-            f", precision {row.precision_as_released!r} read as {row.arch.name}'s only released"
+            f", precision {short(row.precision_as_released)} read as {row.arch.name}'s only released"
             f" weights ({released:g} bits a weight)"
         )
     if row.token_budget:
