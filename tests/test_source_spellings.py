@@ -610,7 +610,17 @@ def test_a_named_concurrency_is_no_cap_of_an_mlperf_scenario():
     assert sem.batch_of("64", "server") == (None, 64.0)
 
 
-@pytest.mark.parametrize("cell", ["1k-1k", "1024 in, 1024 out"])
+@pytest.mark.parametrize(
+    "cell",
+    [
+        "1k-1k",
+        "1024 in, 1024 out",
+        # the pair under its heading's label, as a table's first column writes it
+        "ISL/OSL 1024/1024",
+        "Sequence Length (ISL/OSL) 1024/1024",
+        "ISL/OSL: 1K/1K",
+    ],
+)
 def test_more_ways_to_write_both_lengths(cell):
     got = lengths_of(cell, "")
     assert (got.input_mean, got.output_mean) == (1024.0, 1024.0)
@@ -738,3 +748,28 @@ def test_released_format_only_is_a_boolean_of_the_model_file(tmp_path):
     with pytest.raises(SpecError) as caught:
         load_model(path)
     assert "released_format_only" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "parallelism, gpus",
+    [("DEP8", 8), ("TP1", 1), ("TP4 x2", 8), ("TP8 (EP8, attn-DP)", 8), ("DEP2,PP2", 4)],
+)
+def test_a_row_without_its_gpu_count_spans_the_layout_it_states(tmp_path, parallelism, gpus):
+    """A table's column "H200 DEP8 (FP8)" copied without a GPU count: the one instance its
+    layout spans."""
+    line = f'{SOURCE},DeepSeek-R1,FP8,H200,,"{parallelism}",max load,1024,1024,'
+    path = tmp_path / "rows.csv"
+    path.write_text("\n".join([HEADER, line + "throughput_per_gpu,1620,tok/s/GPU,,CC"]) + "\n")
+    (row,) = load_measured(str(path))
+    assert row.gpus == gpus and row.status == "ok"
+
+
+@pytest.mark.parametrize(
+    "parallelism", ["", "max load", "prefill: TP4 x2; decode: TP8", "2P1D", "TP8 DP2", "DP8 TP8"]
+)
+def test_a_row_whose_cell_spans_no_one_instance_still_asks_for_its_gpus(tmp_path, parallelism):
+    line = f'{SOURCE},DeepSeek-R1,FP8,H200,,"{parallelism}",max load,1024,1024,'
+    path = tmp_path / "rows.csv"
+    path.write_text("\n".join([HEADER, line + "throughput_per_gpu,1620,tok/s/GPU,,CC"]) + "\n")
+    (row,) = load_measured(str(path))
+    assert row.status.startswith("unresolved: n_gpus '' is not stated")

@@ -345,6 +345,11 @@ _WORDED_PARTS = re.compile(
     r"\s*(?P<second>prefill|context|decode|generation)\b\s*[:=]?\s*(?P<b>.+?)\s*$",
     re.IGNORECASE,
 )
+#: Tensor and data-parallel degrees both, in either order ("TP8 DP2", "dp 8, tp 8").
+_TP_AND_DP = re.compile(
+    r"(?<![a-z])tp[\s-]*\d.*(?<![a-z])dp[\s-]*\d|(?<![a-z])dp[\s-]*\d.*(?<![a-z])tp[\s-]*\d",
+    re.IGNORECASE,
+)
 #: A layout degree as the layout cells write one ("TP4", "DEP8", "EP 8", "2xTP4", "PP2").
 _PART_DEGREE = re.compile(
     r"(?:(?<![a-z])|(?<=\dx))(?:d?ep|tep|tp|pp|dp|adp)[\s-]*\d", re.IGNORECASE
@@ -492,6 +497,22 @@ def prefill_pool_of(row: dict, context: str, where: str) -> Layout | None:
         return None
     text = roles["prefill"]
     return layout_of(text, sizes.get("prefill") or _instance_gpus(text, where), where)
+
+
+def stated_gpus(parallelism) -> int | None:
+    """The GPUs a parallelism cell's one layout spans as written ("DEP8": 8, "TP4 x2": 8), for
+    a row that states no GPU count; None where the cell states no degree, names prefill and
+    decode parts, reads as no layout, or gives tensor and data degrees, which the GPU count
+    tells apart (SGLang's "TP8 DP8" on 8 GPUs, vLLM's replicas "TP8 DP2" on 16)."""
+    text = "" if is_missing(parallelism) else str(parallelism)
+    if not _PART_DEGREE.search(text) or _roles(text, "")[0] or _COUNTS_ONLY.search(text):
+        return None
+    if _TP_AND_DP.search(text):
+        return None
+    try:
+        return _instance_gpus(text, "parallelism")
+    except SpecError:
+        return None
 
 
 def _instance_gpus(text: str, where: str) -> int:

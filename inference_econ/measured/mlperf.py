@@ -244,11 +244,13 @@ _KILO_TOKENS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*k\s*$", re.IGNORECASE)
 
 
 #: Both lengths in one cell, as tables head their columns: "1K/1K", "1k-1k", "1024 / 1024",
-#: "1024 in, 1024 out", "8k1k", or labelled, "ISL 1024 / OSL 1024", "ISL=4400, OSL=1200" (a "-" or ","
-#: between two numbers is a range or a thousands separator unless they are labelled: "1,024",
-#: "1000-2000" are not two lengths).
+#: "1024 in, 1024 out", "8k1k", or labelled, "ISL 1024 / OSL 1024", "ISL=4400, OSL=1200", the
+#: pair under its heading's label ("ISL/OSL 1024/1024", "Sequence Length (ISL/OSL): 1K/1K") (a
+#: "-" or "," between two numbers is a range or a thousands separator unless they are labelled:
+#: "1,024", "1000-2000" are not two lengths).
 _BOTH_LENGTHS = re.compile(
-    r"^\s*(\d+(?:\.\d+)?\s*k?)\s*(?:in\b)?\s*/\s*(\d+(?:\.\d+)?\s*k?)\s*(?:out\b)?\s*$"
+    r"^\s*(?:(?:sequence\s+lengths?\s*)?\(?\s*(?:isl\s*/\s*osl|input\s*/\s*output)\s*\)?"
+    r"\s*[=:]?\s*)?(\d+(?:\.\d+)?\s*k?)\s*(?:in\b)?\s*/\s*(\d+(?:\.\d+)?\s*k?)\s*(?:out\b)?\s*$"
     r"|^\s*isl\s*[=:]?\s*(\d+(?:\.\d+)?\s*k?)\s*[/,-]\s*osl\s*[=:]?\s*(\d+(?:\.\d+)?\s*k?)\s*$"
     r"|^\s*(\d+k)\s*[-,]?\s*(\d+k)\s*$|^\s*(\d+)\s*in\s*[,/-]\s*(\d+)\s*out\s*$",
     re.IGNORECASE,
