@@ -155,7 +155,6 @@ def test_a_bare_expert_word_alone_is_still_a_degree_without_its_number():
         ("Per GPU Output Throughput", "throughput", "gpu"),
         ("Output tokens per second per GPU", "throughput", "gpu"),
         ("output_tokens_per_second_per_gpu", "throughput", "gpu"),
-        ("Per User Output Throughput", "user_speed", None),
         ("Average time-per-output-token [TPOT]", "tpot", None),
         ("Per User Output Speed [1/TPOT]", "user_speed", None),
         ("Request Throughput (req/sec)", "request_throughput", None),
@@ -773,3 +772,22 @@ def test_a_row_whose_cell_spans_no_one_instance_still_asks_for_its_gpus(tmp_path
     path.write_text("\n".join([HEADER, line + "throughput_per_gpu,1620,tok/s/GPU,,CC"]) + "\n")
     (row,) = load_measured(str(path))
     assert row.status.startswith("unresolved: n_gpus '' is not stated")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Per User Output Throughput",
+        "Per User Output Throughput (tokens/sec/user)",
+        "Per User Output Throughput [w/ ctx] (tps/user)",
+        "per_user_output_throughput",
+    ],
+)
+def test_trtllm_benchs_per_user_throughput_with_its_ttft_is_not_a_decode_speed(name):
+    """trtllm-bench's per-user output throughput counts each request's whole latency (2.06
+    tok/s beside 1/TPOT's 5.47 in the performance overview's example): refused with what it is,
+    not read as 1/TPOT; its "Per User Output Speed" is."""
+    assert mn.metric_of(name) is None
+    assert "TTFT included" in mn.why_not_read(name)
+    assert mn.metric_of("Per User Output Speed (tps/user)").quantity == "user_speed"
+    assert "not one the toolkit reads" in mn.why_not_read("furlongs")

@@ -86,7 +86,6 @@ _NAMES = {
     "per_user_output_speed": "user_speed",
     "per_user_speed": "user_speed",
     "per_user_throughput": "user_speed",
-    "per_user_output_throughput": "user_speed",
     "throughput_per_user": "user_speed",  # "Throughput (per user)"
     "output_throughput_per_user": "user_speed",
     "output_speed_per_user": "user_speed",
@@ -222,6 +221,26 @@ def _quantity(base: str, statistic: str) -> str | None:
     if base in ("tpot", "itl", "ttft", "e2e_latency"):
         return f"{base}_{statistic}"
     return None
+
+
+#: trtllm-bench's "Per User Output Throughput (tokens/sec/user)", later "... [w/ ctx]
+#: (tps/user)": the mean over requests of each one's output tokens over its whole latency, its
+#: time to first token included (``output_throughput_tok_ns_per_user`` of the tool's
+#: statistics; 2.06 beside a "Per User Output Speed [1/TPOT]" of 5.47 in TensorRT-LLM's
+#: performance overview's example), which is no speed of one request the model predicts.
+_WITH_CONTEXT = re.compile(r"^[\W_]*per[\W_]+user[\W_]+output[\W_]+throughput(?![a-z])", re.I)
+
+
+def why_not_read(name: str) -> str:
+    """Why a metric name ``metric_of`` does not read is left unresolved: a name that looks like
+    a metric it reads but means another thing says which; any other, that it is not read."""
+    if _WITH_CONTEXT.search(str(name)):
+        return (
+            f"metric {str(name)!r} is trtllm-bench's output tokens over each request's whole "
+            "latency, its TTFT included, not a speed of decoding (give 'Per User Output Speed "
+            "[1/TPOT]', the TPOT or the throughput instead)"
+        )
+    return f"metric {name!r} is not one the toolkit reads (see docs/user-guide.md)"
 
 
 @lru_cache(maxsize=4096)

@@ -490,7 +490,7 @@ def _gpus(raw, where: str) -> int | None:
 def _problem(rec: dict, metric, value) -> str:
     """Why a row cannot be resolved before names are looked up ("" if nothing)."""
     if metric is None:
-        return f"metric {rec['metric']!r} is not one the toolkit reads (see docs/user-guide.md)"
+        return mn.why_not_read(rec["metric"])
     if value is None:
         from .tool_results import UNUSABLE
 
