@@ -157,6 +157,9 @@ def test_a_bare_expert_word_alone_is_still_a_degree_without_its_number():
         ("output_tokens_per_second_per_gpu", "throughput", "gpu"),
         ("Average time-per-output-token [TPOT]", "tpot", None),
         ("Per User Output Speed [1/TPOT]", "user_speed", None),
+        # AIPerf's per-request 1 / inter-token latency
+        ("output_token_throughput_per_user", "user_speed", None),
+        ("Output Token Throughput Per User (tokens/sec/user)", "user_speed", None),
         ("Request Throughput (req/sec)", "request_throughput", None),
         # a statistic or a basis in brackets is part of the name, an acronym note is not
         ("TTFT (p99)", "ttft_p99", None),

@@ -88,6 +88,7 @@ _NAMES = {
     "per_user_throughput": "user_speed",
     "throughput_per_user": "user_speed",  # "Throughput (per user)"
     "output_throughput_per_user": "user_speed",
+    "output_token_throughput_per_user": "user_speed",  # AIPerf's: 1 / inter-token latency
     "output_speed_per_user": "user_speed",
     "throughput_per_request": "user_speed",
     "tokens_per_s_per_user": "user_speed",
