@@ -794,3 +794,26 @@ def test_trtllm_benchs_per_user_throughput_with_its_ttft_is_not_a_decode_speed(n
     assert "TTFT included" in mn.why_not_read(name)
     assert mn.metric_of("Per User Output Speed (tps/user)").quantity == "user_speed"
     assert "not one the toolkit reads" in mn.why_not_read("furlongs")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Output throughput (max)",
+        "Throughput (peak)",
+        "TTFT (max)",
+        "TTFT (min, ms)",
+        "TPOT [maximum]",
+    ],
+)
+def test_a_peak_or_an_extreme_in_brackets_is_not_read_as_the_mean(name):
+    """A bracketed extreme is part of the name (no quantity the toolkit predicts), not a note
+    to drop: "Throughput (peak)" had been read as the mean rate, "TTFT (max)" as the mean."""
+    assert mn.metric_of(name) is None
+
+
+@pytest.mark.parametrize(
+    "name, quantity", [("Throughput (max load)", "throughput"), ("TTFT (p99)", "ttft_p99")]
+)
+def test_a_note_about_the_run_in_brackets_is_still_a_note(name, quantity):
+    assert mn.metric_of(name).quantity == quantity

@@ -176,10 +176,11 @@ DIVISIBLE = (*RATES, "streams")
 
 
 #: Words in brackets that are part of a metric's name, not a note: a statistic alone or beside
-#: a time unit ("TTFT (p99)", "TPOT (ms, p99)"), or a basis ("Throughput [per GPU]", "(per
-#: chip)", "(per user)"); "(median of 3 runs)" is a note.
+#: a time unit ("TTFT (p99)", "TPOT (ms, p99)"; "(max)", "(peak)" and "(min)" too, which no
+#: quantity the toolkit reads is, so "Throughput (peak)" is not read as the mean rate), or a
+#: basis ("Throughput [per GPU]", "(per chip)", "(per user)"); "(median of 3 runs)" is a note.
 _BRACKETED_WORDS = re.compile(
-    r"[(\[]\s*(?:(?:ms|s|us)\s*,\s*)?(p\d+(?:\.\d+)?|median|mean|avg|average)"
+    r"[(\[]\s*(?:(?:ms|s|us)\s*,\s*)?(p\d+(?:\.\d+)?|median|mean|avg|average|max(?:imum)?|min(?:imum)?|peak)"
     r"(?:\s*,\s*(?:ms|s|us))?\s*[)\]]"
     r"|[(\[]\s*(per[\s-]+(?:decode[\s-]+)?(?:gpu|node|accelerator|chip|device|user|request)s?)"
     r"\s*[)\]]",
