@@ -817,3 +817,37 @@ def test_a_peak_or_an_extreme_in_brackets_is_not_read_as_the_mean(name):
 )
 def test_a_note_about_the_run_in_brackets_is_still_a_note(name, quantity):
     assert mn.metric_of(name).quantity == quantity
+
+
+@pytest.mark.parametrize(
+    "name, unit, quantity",
+    [
+        ("Throughput", "req/s", "request_throughput"),
+        ("Throughput", "QPS", "request_throughput"),
+        ("Throughput", "tok/s (input+output)", "total_throughput"),
+        ("Throughput", "in+out tok/s per GPU", "total_throughput"),
+        ("Throughput", "tok/s", "throughput"),
+        ("Total Token throughput", "tok/s", "total_throughput"),
+    ],
+)
+def test_a_bare_throughput_counts_what_its_unit_counts(name, unit, quantity):
+    """A bare "Throughput" in req/s had been read as output tokens a second (1,620 requests
+    a second as 1,620 tokens); in an input+output unit, as output tokens alone."""
+    metric, _ = mn.row_metric(name, unit)
+    assert metric.quantity == quantity
+
+
+@pytest.mark.parametrize(
+    "name, unit, said",
+    [
+        ("Output token throughput", "req/s", "counts requests but"),
+        ("Request throughput", "tok/s", "counts tokens but"),
+        ("Output token throughput", "tok/s (input+output)", "counts input and output tokens"),
+    ],
+)
+def test_a_named_rate_in_a_unit_of_another_count_is_refused(tmp_path, name, unit, said):
+    line = f"{SOURCE},DeepSeek-R1,FP8,H200,8,DEP8,64,1024,1024,{name},1620,{unit},,CC"
+    path = tmp_path / "rows.csv"
+    path.write_text("\n".join([HEADER, line]) + "\n")
+    (row,) = load_measured(str(path))
+    assert row.status.startswith("unresolved: unit") and said in row.status

@@ -153,6 +153,64 @@ SCALED_RATE_UNIT = re.compile(
 )
 
 
+#: A unit of requests a second ("req/s", "requests/sec", "QPS", "RPS"), not of tokens.
+_REQUEST_UNIT = re.compile(r"\b(?:req(?:uest)?s?|quer(?:y|ies))\b|\b[qr]ps\b", re.IGNORECASE)
+#: A unit of input and output tokens together ("tok/s (input+output)", "in+out tok/s",
+#: "prefill+decode tokens/s").
+_BOTH_TOKENS_UNIT = re.compile(
+    r"\b(?:input|in|prefill)\s*(?:\+|&|and)\s*(?:output|out|decode)\b", re.IGNORECASE
+)
+#: A throughput's name that says no more than "throughput" (with a basis): what it counts is
+#: its unit's to say ("Throughput" in req/s is requests a second).
+_BARE_THROUGHPUT = re.compile(r"^(?:throughput|tput)(?:_per_(?:gpu|node|decode_gpu|s))?$")
+
+
+def unit_counts(unit: str) -> str | None:
+    """What a rate's unit counts: "requests", "both" (input and output tokens), "tokens", or
+    None where it does not say."""
+    text = str(unit)
+    if _REQUEST_UNIT.search(text) and not re.search(r"tok|tps", text, re.IGNORECASE):
+        return "requests"
+    if _BOTH_TOKENS_UNIT.search(text):
+        return "both"
+    return "tokens" if re.search(r"tok|\btps\b", text, re.IGNORECASE) else None
+
+
+#: The quantity of a bare throughput by what its unit counts.
+_COUNTED = {"requests": "request_throughput", "both": "total_throughput"}
+#: What each rate counts, for a name and a unit that must agree.
+_RATE_COUNTS = {
+    "throughput": "tokens",
+    "input_throughput": "tokens",
+    "total_throughput": "tokens",
+    "request_throughput": "requests",
+}
+
+
+def count_problem(metric, unit: str, metric_name: str) -> str:
+    """Why a rate's unit counts another thing than its name ("Output token throughput" in
+    req/s; "Request throughput" in tok/s; output tokens in an input+output unit), or ""."""
+    counts = unit_counts(unit)
+    expected = _RATE_COUNTS.get(metric.quantity)
+    if counts is None or expected is None:
+        return ""
+    if (counts == "requests") != (expected == "requests") or (
+        counts == "both" and metric.quantity in ("throughput", "input_throughput")
+    ):
+        what = {"requests": "requests", "both": "input and output tokens", "tokens": "tokens"}
+        named = {
+            "throughput": "output tokens",
+            "input_throughput": "input tokens",
+            "total_throughput": "input and output tokens",
+            "request_throughput": "requests",
+        }
+        return (
+            f"unit {unit!r} counts {what[counts]} but metric {metric_name!r} counts "
+            f"{named[metric.quantity]}: make the metric name and the unit agree"
+        )
+    return ""
+
+
 def rate_unit_problem(unit: str, metric_name: str) -> str:
     """Why ``unit`` cannot be the unit of an end-to-end rate or count, or "": one that names
     neither a thing counted nor a rate (``RATE_UNIT_WORDS``; "furlongs") is refused rather
@@ -334,7 +392,9 @@ _NAMED_UNIT = re.compile(
 def row_metric(name: str, unit: str) -> tuple[Metric | None, str]:
     """(metric, unit) of a row: ``metric_of`` its name, its unit as given or, where the unit
     cell is blank, as its name writes it ("Throughput (tok/s/GPU)"); a throughput whose unit is
-    per user ("tok/s/user", "TPS/user") is the speed of one request (``user_speed``)."""
+    per user ("tok/s/user", "TPS/user") is the speed of one request (``user_speed``), and a
+    bare "Throughput" counts what its unit counts (requests in "req/s", input and output
+    tokens in "tok/s (input+output)")."""
     if not str(unit).strip() or str(unit).strip().lower() == "nan":
         found = _NAMED_UNIT.search(str(name))
         unit = found.group(1).strip() if found else unit
@@ -342,6 +402,10 @@ def row_metric(name: str, unit: str) -> tuple[Metric | None, str]:
     per_user = basis_of_unit(unit) == "user"
     if metric is not None and metric.quantity == "throughput" and per_user and not metric.per:
         metric = Metric("user_speed")
+    counted = _COUNTED.get(unit_counts(unit) or "")
+    bare = _BARE_THROUGHPUT.match(_normalise(str(name).strip().lower()))
+    if metric is not None and metric.quantity == "throughput" and counted and bare:
+        metric = Metric(counted, metric.per)  # "Throughput" in req/s: requests a second
     return metric, unit
 
 

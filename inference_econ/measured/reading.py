@@ -510,7 +510,9 @@ def _problem(rec: dict, metric, value) -> str:
     if not mn.is_time(metric.quantity) and not metric.micro and time is not None:
         return f"unit {rec['unit']!r} is a time but {rec['metric']!r} is not a latency"
     if not mn.is_time(metric.quantity) and not metric.micro:
-        return mn.rate_unit_problem(rec["unit"], rec["metric"])
+        return mn.count_problem(metric, rec["unit"], rec["metric"]) or mn.rate_unit_problem(
+            rec["unit"], rec["metric"]
+        )
     return ""
 
 
