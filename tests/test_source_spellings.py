@@ -767,7 +767,12 @@ def test_a_row_without_its_gpu_count_spans_the_layout_it_states(tmp_path, parall
 
 
 @pytest.mark.parametrize(
-    "parallelism", ["", "max load", "prefill: TP4 x2; decode: TP8", "2P1D", "TP8 DP2", "DP8 TP8"]
+    "parallelism",
+    [
+        *("", "max load", "prefill: TP4 x2; decode: TP8", "2P1D", "TP8 DP2", "DP8 TP8"),
+        # nodes or GPUs counted in words: a count of their own, not replicas
+        *("TP16 (2 nodes x 8)", "DEP16 (2 nodes x 8 GPUs)"),
+    ],
 )
 def test_a_row_whose_cell_spans_no_one_instance_still_asks_for_its_gpus(tmp_path, parallelism):
     line = f'{SOURCE},DeepSeek-R1,FP8,H200,,"{parallelism}",max load,1024,1024,'
@@ -851,3 +856,47 @@ def test_a_named_rate_in_a_unit_of_another_count_is_refused(tmp_path, name, unit
     path.write_text("\n".join([HEADER, line]) + "\n")
     (row,) = load_measured(str(path))
     assert row.status.startswith("unresolved: unit") and said in row.status
+
+
+@pytest.mark.parametrize("cell", ["8 GPUs", "16 (2 nodes)", "2x8", "eight"])
+def test_a_gpu_count_that_is_no_number_is_not_replaced_by_the_layout(tmp_path, cell):
+    line = f"{SOURCE},DeepSeek-R1,FP8,H200,{cell},TP4,max load,1024,1024,"
+    path = tmp_path / "rows.csv"
+    path.write_text("\n".join([HEADER, line + "throughput_per_gpu,1620,tok/s/GPU,,CC"]) + "\n")
+    (row,) = load_measured(str(path))
+    assert row.status == f"unresolved: n_gpus {cell!r} is not a number: give --gpus N"
+
+
+@pytest.mark.parametrize(
+    "unit, quantity",
+    [
+        # "t/s" is tokens a second, beside a count of requests
+        ("t/s (64 reqs)", "throughput"),
+        ("T/s @ 64 req", "throughput"),
+        # an input+output length beside the unit is no statement of what it counts
+        ("output tok/s (in+out=2048)", "throughput"),
+        ("requests", "throughput"),
+    ],
+)
+def test_a_unit_with_other_words_keeps_what_it_counts(unit, quantity):
+    assert mn.row_metric("Throughput", unit)[0].quantity == quantity
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Throughput (peak, tok/s)",
+        "Throughput (tok/s, peak)",
+        "Throughput (Max.)",
+        "Throughput (max, per GPU)",
+        "output_throughput_per_user_tok_s",
+    ],
+)
+def test_more_extremes_and_trtllm_benchs_json_key_are_refused(name):
+    assert mn.row_metric(name, "")[0] is None
+    reason = mn.why_not_read(name)
+    assert "extreme" in reason or "TTFT included" in reason
+
+
+def test_a_note_about_a_peak_run_stays_a_note():
+    assert mn.metric_of("Throughput (peak batch 256)").quantity == "throughput"

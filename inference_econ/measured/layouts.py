@@ -345,11 +345,11 @@ _WORDED_PARTS = re.compile(
     r"\s*(?P<second>prefill|context|decode|generation)\b\s*[:=]?\s*(?P<b>.+?)\s*$",
     re.IGNORECASE,
 )
-#: Tensor and data-parallel degrees both, in either order ("TP8 DP2", "dp 8, tp 8").
-_TP_AND_DP = re.compile(
-    r"(?<![a-z])tp[\s-]*\d.*(?<![a-z])dp[\s-]*\d|(?<![a-z])dp[\s-]*\d.*(?<![a-z])tp[\s-]*\d",
-    re.IGNORECASE,
-)
+#: A tensor and a data-parallel degree ("TP8", "dp 8"), both of which a cell may give.
+_TP_DEGREE = re.compile(r"(?<![a-z])tp[\s-]*\d", re.IGNORECASE)
+_DP_DEGREE = re.compile(r"(?<![a-z])dp[\s-]*\d", re.IGNORECASE)
+#: Words that count nodes or GPUs in a layout cell ("TP16 (2 nodes x 8)"): a count of its own.
+_COUNT_WORDS = re.compile(r"\b(?:nodes?|gpus?|cards?|accelerators?)\b", re.IGNORECASE)
 #: A layout degree as the layout cells write one ("TP4", "DEP8", "EP 8", "2xTP4", "PP2").
 _PART_DEGREE = re.compile(
     r"(?:(?<![a-z])|(?<=\dx))(?:d?ep|tep|tp|pp|dp|adp)[\s-]*\d", re.IGNORECASE
@@ -502,12 +502,13 @@ def prefill_pool_of(row: dict, context: str, where: str) -> Layout | None:
 def stated_gpus(parallelism) -> int | None:
     """The GPUs a parallelism cell's one layout spans as written ("DEP8": 8, "TP4 x2": 8), for
     a row that states no GPU count; None where the cell states no degree, names prefill and
-    decode parts, reads as no layout, or gives tensor and data degrees, which the GPU count
-    tells apart (SGLang's "TP8 DP8" on 8 GPUs, vLLM's replicas "TP8 DP2" on 16)."""
+    decode parts, reads as no layout, counts nodes or GPUs in words ("TP16 (2 nodes x 8)"), or
+    gives tensor and data degrees, which the GPU count tells apart (SGLang's "TP8 DP8" on 8
+    GPUs, vLLM's replicas "TP8 DP2" on 16)."""
     text = "" if is_missing(parallelism) else str(parallelism)
     if not _PART_DEGREE.search(text) or _roles(text, "")[0] or _COUNTS_ONLY.search(text):
         return None
-    if _TP_AND_DP.search(text):
+    if (_TP_DEGREE.search(text) and _DP_DEGREE.search(text)) or _COUNT_WORDS.search(text):
         return None
     try:
         return _instance_gpus(text, "parallelism")

@@ -153,13 +153,20 @@ SCALED_RATE_UNIT = re.compile(
 )
 
 
-#: A unit of requests a second ("req/s", "requests/sec", "QPS", "RPS"), not of tokens.
-_REQUEST_UNIT = re.compile(r"\b(?:req(?:uest)?s?|quer(?:y|ies))\b|\b[qr]ps\b", re.IGNORECASE)
-#: A unit of input and output tokens together ("tok/s (input+output)", "in+out tok/s",
-#: "prefill+decode tokens/s").
-_BOTH_TOKENS_UNIT = re.compile(
-    r"\b(?:input|in|prefill)\s*(?:\+|&|and)\s*(?:output|out|decode)\b", re.IGNORECASE
+#: A unit of requests a second ("req/s", "requests per second", "QPS", "RPS"), not of tokens
+#: ("t/s (64 reqs)" counts tokens).
+_REQUEST_UNIT = re.compile(
+    r"\b(?:req(?:uest)?s?|quer(?:y|ies))\s*(?:/|per)\s*(?:s|sec|second)\b|\b[qr]ps\b",
+    re.IGNORECASE,
 )
+#: A unit of input and output tokens together ("tok/s (input+output)", "in+out tok/s",
+#: "prefill+decode tokens/s"), not a length ("in+out=2048").
+_BOTH_TOKENS_UNIT = re.compile(
+    r"\b(?:input|in|prefill)\s*(?:\+|&|and)\s*(?:output|out|decode)\b(?!\s*[=:]\s*\d)",
+    re.IGNORECASE,
+)
+#: A unit that counts tokens: "tok", "tps", "t/s".
+_TOKEN_UNIT = re.compile(r"tok|\btps\b|\bt\s*/\s*s\b", re.IGNORECASE)
 #: A throughput's name that says no more than "throughput" (with a basis): what it counts is
 #: its unit's to say ("Throughput" in req/s is requests a second).
 _BARE_THROUGHPUT = re.compile(r"^(?:throughput|tput)(?:_per_(?:gpu|node|decode_gpu|s))?$")
@@ -169,11 +176,13 @@ def unit_counts(unit: str) -> str | None:
     """What a rate's unit counts: "requests", "both" (input and output tokens), "tokens", or
     None where it does not say."""
     text = str(unit)
-    if _REQUEST_UNIT.search(text) and not re.search(r"tok|tps", text, re.IGNORECASE):
+    if _REQUEST_UNIT.search(text) and not _TOKEN_UNIT.search(text):
         return "requests"
-    if _BOTH_TOKENS_UNIT.search(text):
-        return "both"
-    return "tokens" if re.search(r"tok|\btps\b", text, re.IGNORECASE) else None
+    both = _BOTH_TOKENS_UNIT.search(text)
+    rest = text[: both.start()] + text[both.end() :] if both else ""
+    if both and not re.search(r"\b(?:output|decode|input|prefill)\b", rest, re.IGNORECASE):
+        return "both"  # not "output tok/s (input+output)", which says two things
+    return "tokens" if _TOKEN_UNIT.search(text) else None
 
 
 #: The quantity of a bare throughput by what its unit counts.
@@ -288,12 +297,25 @@ def _quantity(base: str, statistic: str) -> str | None:
 #: time to first token included (``output_throughput_tok_ns_per_user`` of the tool's
 #: statistics; 2.06 beside a "Per User Output Speed [1/TPOT]" of 5.47 in TensorRT-LLM's
 #: performance overview's example), which is no speed of one request the model predicts.
-_WITH_CONTEXT = re.compile(r"^[\W_]*per[\W_]+user[\W_]+output[\W_]+throughput(?![a-z])", re.I)
+_WITH_CONTEXT = re.compile(
+    r"^[\W_]*per[\W_]+user[\W_]+output[\W_]+throughput(?![a-z])"
+    r"|^[\W_]*output_throughput_per_user_tok_s\b",  # its JSON report's key
+    re.IGNORECASE,
+)
+#: An extreme in brackets ("(peak, tok/s)", "(Max.)", "(max, per GPU)"; not a note about the
+#: run, "(max load)", "(peak batch 256)"): no figure the toolkit predicts.
+_EXTREME = re.compile(
+    r"[(\[][^)\]]*\b(?:max(?:imum)?|min(?:imum)?|peak)\b\.?"
+    r"(?!\s*(?:load|batch|concurrency|throughput|rate|requests?|users?))[^)\]]*[)\]]",
+    re.IGNORECASE,
+)
 
 
 def why_not_read(name: str) -> str:
     """Why a metric name ``metric_of`` does not read is left unresolved: a name that looks like
     a metric it reads but means another thing says which; any other, that it is not read."""
+    if _EXTREME.search(str(name)):
+        return f"metric {str(name)!r} is an extreme, not a mean: no figure the toolkit predicts"
     if _WITH_CONTEXT.search(str(name)):
         return (
             f"metric {str(name)!r} is trtllm-bench's output tokens over each request's whole "
@@ -311,6 +333,8 @@ def metric_of(name: str) -> Metric | None:
     raw = str(name).strip().lower()
     if raw in _MICRO:
         return Metric(_MICRO[raw], micro=True)
+    if _EXTREME.search(raw):
+        return None
     for text in dict.fromkeys((_normalise(raw), _normalise(raw, acronyms=True))):
         for candidate in (text, re.sub(r"_(?:ms|s|us|sec)$", "", text)):
             found = _metric_named(candidate)

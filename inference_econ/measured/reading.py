@@ -419,9 +419,8 @@ def _row(path: Path, line: int, rec: dict, parent: int | None) -> MeasuredRow:
     if problem:
         return MeasuredRow(status=f"unresolved: {problem}", **base)
     gpu, count, why = hardware_of(str(rec["hardware"]))
-    spanned = (
-        layouts.stated_gpus(rec.get("parallelism")) if gpus is None and count is None else None
-    )
+    blank = gpus is None and count is None and sem.is_missing(rec["n_gpus"])
+    spanned = layouts.stated_gpus(rec.get("parallelism")) if blank else None
     if spanned is not None:  # no count stated: the one instance its layout spans ("DEP8": 8)
         limits = {"minimum": 1, "maximum": MAX_GPUS, "integer": True, "unit": "GPUs"}
         base["gpus"] = gpus = int(check_number(spanned, where, "parallelism", **limits))
