@@ -169,7 +169,10 @@ _BOTH_TOKENS_UNIT = re.compile(
 _TOKEN_UNIT = re.compile(r"tok|\btps\b|\bt\s*/\s*s\b", re.IGNORECASE)
 #: A throughput's name that says no more than "throughput" (with a basis): what it counts is
 #: its unit's to say ("Throughput" in req/s is requests a second).
-_BARE_THROUGHPUT = re.compile(r"^(?:throughput|tput)(?:_per_(?:gpu|node|decode_gpu|s))?$")
+_BARE_THROUGHPUT = re.compile(
+    r"^(?:per_(?:gpu|node|decode_gpu)_)?(?:(?:mean|avg|average)_)?(?:throughput|tput)"
+    r"(?:_(?:mean|avg|average))?(?:_per_(?:gpu|node|decode_gpu|s))?$"
+)
 
 
 def unit_counts(unit: str) -> str | None:
