@@ -830,6 +830,7 @@ def test_a_note_about_the_run_in_brackets_is_still_a_note(name, quantity):
         ("Throughput", "req/s", "request_throughput"),
         ("Throughput", "QPS", "request_throughput"),
         ("Throughput (mean)", "req/s", "request_throughput"),
+        ("Throughput", "samples/s", "request_throughput"),  # MLPerf's: a sample is a query
         ("Per GPU Throughput", "req/s", "request_throughput"),
         ("Throughput", "tok/s (input+output)", "total_throughput"),
         ("Throughput", "in+out tok/s per GPU", "total_throughput"),

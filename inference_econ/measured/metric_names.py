@@ -153,10 +153,10 @@ SCALED_RATE_UNIT = re.compile(
 )
 
 
-#: A unit of requests a second ("req/s", "requests per second", "QPS", "RPS"), not of tokens
-#: ("t/s (64 reqs)" counts tokens).
+#: A unit of requests a second ("req/s", "requests per second", "QPS", "RPS", MLPerf's
+#: "samples/s", a sample being one query), not of tokens ("t/s (64 reqs)" counts tokens).
 _REQUEST_UNIT = re.compile(
-    r"\b(?:req(?:uest)?s?|quer(?:y|ies))\s*(?:/|per)\s*(?:s|sec|second)\b|\b[qr]ps\b",
+    r"\b(?:req(?:uest)?s?|quer(?:y|ies)|samples?)\s*(?:/|per)\s*(?:s|sec|second)\b|\b[qr]ps\b",
     re.IGNORECASE,
 )
 #: A unit of input and output tokens together ("tok/s (input+output)", "in+out tok/s",
