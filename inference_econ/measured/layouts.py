@@ -345,9 +345,6 @@ _WORDED_PARTS = re.compile(
     r"\s*(?P<second>prefill|context|decode|generation)\b\s*[:=]?\s*(?P<b>.+?)\s*$",
     re.IGNORECASE,
 )
-#: A tensor and a data-parallel degree ("TP8", "dp 8"), both of which a cell may give.
-_TP_DEGREE = re.compile(r"(?<![a-z])tp[\s-]*\d", re.IGNORECASE)
-_DP_DEGREE = re.compile(r"(?<![a-z])dp[\s-]*\d", re.IGNORECASE)
 #: Words that count nodes or GPUs in a layout cell ("TP16 (2 nodes x 8)"): a count of its own.
 _COUNT_WORDS = re.compile(r"\b(?:nodes?|gpus?|cards?|accelerators?)\b", re.IGNORECASE)
 #: A layout degree as the layout cells write one ("TP4", "DEP8", "EP 8", "2xTP4", "PP2").
@@ -508,7 +505,8 @@ def stated_gpus(parallelism) -> int | None:
     text = "" if is_missing(parallelism) else str(parallelism)
     if not _PART_DEGREE.search(text) or _roles(text, "")[0] or _COUNTS_ONLY.search(text):
         return None
-    if (_TP_DEGREE.search(text) and _DP_DEGREE.search(text)) or _COUNT_WORDS.search(text):
+    kinds = {m.group(1).upper() for m in _DEGREE.finditer(text)}
+    if {"TP", "DP"} <= kinds or _COUNT_WORDS.search(text):
         return None
     try:
         return _instance_gpus(text, "parallelism")
