@@ -99,6 +99,11 @@ def test_fp4_and_fp6_run_at_their_own_rate_where_the_chip_has_one():
         ("H100 80GB HBM3 x8 (Azure ND H100 v5)", "H100-SXM", 8),
         ("XE9680_MI300X_192GBx8", "MI300X", 8),
         ("TPU v6e", "TPU-v6e", None),
+        ("8xB200_NVL", "B200-HGX", 8),  # TensorRT-LLM's recipe tables
+        ("B200 NVL", "B200-HGX", None),
+        ("HGX B200 NVL8", "B200-HGX", None),
+        ("GB200 NVL", "GB200-NVL72", None),
+        ("HGX B300 NVL16", "B300-HGX", None),  # NVIDIA's name counts the 16 dies of 8 GPUs
     ],
 )
 def test_benchmark_system_names_resolve(text, name, count):
@@ -113,6 +118,18 @@ def test_a_different_part_is_never_read_as_a_similar_one():
     with pytest.raises(ie.SpecError) as info:  # a part the catalog lacks stays unknown
         resolve_system_name("NVIDIA H100-NVX-96GB")
     assert "read as 'H100 NVX'" in str(info.value) and "did you mean" in str(info.value)
+
+
+def test_a_domain_word_is_dropped_only_where_it_names_the_parts_own_domain():
+    # the GB200 NVL4 board links four GPUs: not the 72 of the GB200-NVL72 file
+    with pytest.raises(
+        ie.SpecError, match=r"NVLink domain of 4 GPUs; the GB200-NVL72 spec's is 72"
+    ):
+        resolve_system_name("GB200 NVL4")
+    # the H200 has an NVL card of its own, so "NVL8" after it names neither part
+    with pytest.raises(ie.SpecError, match="did you mean"):
+        resolve_system_name("H200 NVL8")
+    assert resolve_system_name("H200 NVL").name == "H200-NVL"
 
 
 @pytest.fixture(scope="module")

@@ -447,8 +447,59 @@ def resolve_system_name(text: str) -> SystemName:
         if entry is not None and memory is not None and not _holds(entry, memory):
             entry = _with_memory(str(text), candidates[0], entry, memory)
     if entry is None:
+        entry = _by_domain_word(str(text), candidates)
+    if entry is None:
         raise _unknown("hardware", str(text), candidates[0] if candidates else "")
     return SystemName(text=str(text), entry=entry, accelerators=count)
+
+
+#: A word naming a system's NVLink domain ("NVL", "NVL8", "NVL72"), as NVIDIA and TensorRT-LLM
+#: write it after a part ("B200 NVL8", TensorRT-LLM's "B200_NVL").
+_DOMAIN_WORD = re.compile(r"^nvl(\d+)?$", re.IGNORECASE)
+
+
+def _by_domain_word(text: str, candidates: list[str]) -> Entry | None:
+    """The part a name stands for once a word naming its NVLink domain is dropped ("B200 NVL8":
+    B200-HGX), where no part is named with that word (H100 NVL and H200 NVL are cards of their
+    own, found before this). A domain size the part's file does not state ("GB200 NVL4", the
+    four-GPU board, against GB200-NVL72's 72) is refused rather than read as another system."""
+    for name in candidates:
+        tokens = [t for t in re.split(r"[\s\-]+", name) if t]
+        words = [t for t in tokens if _DOMAIN_WORD.match(t)]
+        rest = [t for t in tokens if not _DOMAIN_WORD.match(t)]
+        if len(words) != 1 or not rest:
+            continue
+        entry = _match("hardware", " ".join(rest))
+        if entry is None or _match("hardware", " ".join(rest) + " NVL") is not None:
+            continue  # "H200 NVL8": the part has an NVL card of its own, so the word is unclear
+        size = _DOMAIN_WORD.match(words[0]).group(1)  # type: ignore[union-attr]
+        domain = _domain_gpus(entry)
+        if size is not None and domain and int(size) != domain:
+            raise SpecError(
+                "argument",
+                "hardware",
+                f"{short(text)} names an NVLink domain of {int(size)} GPUs; the {entry.name} "
+                f"spec's is {domain}",
+                f"give a YAML file for that system (derive_from: {entry.name}, with its "
+                "scale_up_domain_gpus and the figures that differ)",
+            )
+        return entry
+    return None
+
+
+def _domain_gpus(entry: Entry, depth: int = 0) -> int:
+    """The GPUs of a part's NVLink domain its file states (``scale_up_domain_gpus``), else its
+    ``derive_from`` base's; 0 where none is readable."""
+    data = load_yaml(entry.path)
+    data = data if isinstance(data, dict) else {}
+    value = data.get("scale_up_domain_gpus")
+    if value is None:
+        base = _match("hardware", str(data.get("derive_from") or ""))
+        return _domain_gpus(base, depth + 1) if base and depth < MAX_DERIVE_DEPTH else 0
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
 
 
 #: A memory size a name states: "40GB", "40 GB", "192GBx8", "1.5TB" (GB, GiB or TB).
