@@ -541,6 +541,35 @@ def test_a_concurrency_written_with_its_name(cell):
 
 
 @pytest.mark.parametrize(
+    "cell, clients",
+    [
+        ("64 per GPU", 512),
+        ("64/GPU", 512),
+        ("concurrency 16 users per GPU", 128),
+        ("512 (64 per GPU)", 512),
+        ("conc 512 (64/GPU)", 512),
+        ("512", 512),
+    ],
+)
+def test_a_concurrency_per_gpu_is_the_runs_clients_over_its_gpus(tmp_path, cell, clients):
+    row = f"a blog post,DeepSeek-R1,FP4,B200,8,DEP8,{cell},1024,1024,throughput_per_gpu,5000,tok/s/gpu,,CC"
+    path = tmp_path / "rows.csv"
+    path.write_text(f"{HEADER}\n{row}\n")
+    (read,) = load_measured(str(path))
+    assert (read.status, read.scenario, read.concurrency) == ("ok", "closed_loop", clients)
+
+
+def test_a_total_and_a_per_gpu_concurrency_that_disagree_are_refused(tmp_path):
+    row = "a blog post,DeepSeek-R1,FP4,B200,8,DEP8,512 (32 per GPU),1024,1024,throughput_per_gpu,5000,tok/s/gpu,,CC"
+    path = tmp_path / "rows.csv"
+    path.write_text(f"{HEADER}\n{row}\n")
+    (read,) = load_measured(str(path))
+    assert "32 per GPU on 8 GPUs is 256, not 512" in read.status
+    # in an MLPerf scenario a number per GPU is the engine's batch cap, as before
+    assert sem.batch_of("512 per GPU", "offline") == (None, 512.0)
+
+
+@pytest.mark.parametrize(
     "cells",
     [
         # an off-word that starts the next phrase says nothing of the feature before it

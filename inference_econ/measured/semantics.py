@@ -248,6 +248,39 @@ def lead_number(cell, named: bool = True) -> float | None:
     return None
 
 
+#: A concurrency given per GPU: "64 per GPU", "64/GPU", "concurrency 64 per GPU", "64 users
+#: per GPU", alone or restating a total in brackets ("512 (64 per GPU)").
+_PER_GPU = r"(\d[\d,]*)\s*(?:concurrent\s+)?(?:(?:requests?|users?|clients?)\s+)?(?:per|/|a)\s*gpu"
+_NAMED = r"(?:(?:max[\s_-]*)?(?:concurrency|conc)\s*[:=]?\s*)?"
+_PER_GPU_ALONE = re.compile(rf"^\s*{_NAMED}{_PER_GPU}\s*$", re.IGNORECASE)
+_PER_GPU_BESIDE = re.compile(
+    rf"^\s*{_NAMED}(\d[\d,]*)\s*\(\s*{_PER_GPU}\s*\)\s*$", re.IGNORECASE
+)
+
+
+def total_concurrency(cell, gpus: int | None, where: str = ""):
+    """A ``batch_or_concurrency`` cell that gives its clients per GPU, as the run's total:
+    "64 per GPU" on 8 GPUs is 512; "512 (64 per GPU)" is 512 where the two agree and refused
+    where they do not. Any other cell is returned as it is (MLPerf rows, whose numbers are
+    the engine's caps, do not come here)."""
+    text = str(cell or "")
+    alone, beside = _PER_GPU_ALONE.match(text), _PER_GPU_BESIDE.match(text)
+    if not (alone or beside) or not gpus:
+        return cell
+    each = number(alone.group(1) if alone else beside.group(2))  # type: ignore[union-attr]
+    if alone:
+        return f"{each * gpus:g}" if each is not None else cell
+    total = number(beside.group(1))  # type: ignore[union-attr]
+    if total is not None and each is not None and total != each * gpus:
+        raise SpecError(
+            where,
+            "batch_or_concurrency",
+            f"{text.strip()!r}: {each:g} per GPU on {gpus} GPUs is {each * gpus:g}, not {total:g}",
+            "give the run's total clients, or its clients per GPU, alone",
+        )
+    return f"{total:g}" if total is not None else cell
+
+
 # --- engine batch caps and concurrency ------------------------------------------------------
 
 #: Words that make a number an engine's batch cap ("max batch 896", "gpu_batch 512",
