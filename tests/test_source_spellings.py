@@ -559,6 +559,16 @@ def test_a_concurrency_per_gpu_is_the_runs_clients_over_its_gpus(tmp_path, cell,
     assert (read.status, read.scenario, read.concurrency) == ("ok", "closed_loop", clients)
 
 
+def test_a_column_heading_in_the_hardware_cell_says_where_its_parts_go():
+    gpu, _, why = hardware_of("B200 DEP4 (FP4)")
+    assert gpu is None and why.endswith(
+        "it names a layout too ('DEP4'): give the GPU alone here, the layout in parallelism "
+        "and 'FP4' in precision"
+    )
+    assert hardware_of("H200<br/>TP1")[2].endswith("the layout in parallelism")
+    assert "layout" not in hardware_of("B999")[2]  # an unknown part alone: no such hint
+
+
 def test_a_total_and_a_per_gpu_concurrency_that_disagree_are_refused(tmp_path):
     row = "a blog post,DeepSeek-R1,FP4,B200,8,DEP8,512 (32 per GPU),1024,1024,throughput_per_gpu,5000,tok/s/gpu,,CC"
     path = tmp_path / "rows.csv"

@@ -17,7 +17,7 @@ from ..specs.catalog import REPOSITORY_ID, find, is_host_part, resolve_system_na
 from ..specs.engine import select_engine
 from ..specs.hardware import GPU, load_hardware
 from ..specs.platforms import platform_of
-from . import engine_words
+from . import engine_words, layouts
 from . import metric_names as mn
 from . import semantics as sem
 
@@ -59,7 +59,22 @@ def hardware_of(text: str) -> tuple[GPU | None, int | None, str]:
         if len(kinds) == 1 and all(is_host_part(p) for p in others):
             gpu, count = next(iter(kinds.values()))  # one accelerator and its host CPUs
             return gpu, count, ""
-        return None, None, f"hardware {raw!r}: {exc.problem}"
+        return None, None, f"hardware {raw!r}: {exc.problem}{_heading_hint(raw)}"
+
+
+def _heading_hint(raw: str) -> str:
+    """What to do with a hardware cell that is a table's whole column heading ("B200 DEP4
+    (FP4)", "H200<br/>TP1 (FP8)"): the layout and the precision have cells of their own."""
+    words = [w for w in re.split(r"\s+|<br\s*/?>", re.sub(r"\([^)]*\)", " ", raw)) if w]
+    found = [w for w in words if layouts.stated_gpus(w) is not None]
+    if not found or len(found) == len(words):
+        return ""
+    said = re.search(r"\(([^)]*)\)", raw)
+    also = f" and {said.group(1)!r} in precision" if said else ""
+    return (
+        f": it names a layout too ({found[0]!r}): give the GPU alone here, the layout in "
+        f"parallelism{also}"
+    )
 
 
 #: Words that make an unknown part of a system name an accelerator (not a host or a count).
