@@ -745,6 +745,32 @@ def test_a_closed_loop_latency_the_ideal_bound_cannot_give_is_out_of_scope_not_o
     assert (t["status"] == "ok").all() and (t["predicted"] > 0).all()
 
 
+@pytest.mark.parametrize("preset", ["paper", "achievable"])
+def test_requests_input_and_total_rates_are_the_output_rate_times_the_lengths_ratio(
+    tmp_path, preset
+):
+    """vLLM's bench prints request, output and total token throughput; a row of any of them is
+    the run's output rate converted by its mean lengths (1,000 in, 200 out): requests a second
+    are tokens a second over 200, input tokens five times the output, total six times."""
+    path = tmp_path / "rates.csv"
+    head = "me,Llama-3.1-8B-Instruct,BF16,H100,1,TP1,32,1000,200"
+    path.write_text(
+        "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,"
+        "output_len,metric,value,unit,notes\n"
+        f"{head},output_throughput,3000,tok/s,vLLM 0.10\n"
+        f"{head},request_throughput,15,req/s,vLLM 0.10\n"
+        f"{head},input_throughput,15000,tok/s,vLLM 0.10\n"
+        f"{head},total_token_throughput,18000,tok/s,vLLM 0.10\n"
+    )
+    from inference_econ import api
+
+    t = api.compare_measured(str(path), assumptions=preset).table
+    assert (t["status"] == "ok").all()
+    out = t["predicted"].iloc[0]
+    assert t["predicted"].tolist()[1:] == pytest.approx([out / 200, out * 5, out * 6])
+    assert t["error"].tolist() == pytest.approx([t["error"].iloc[0]] * 4)  # one run's one error
+
+
 def test_calibrate_takes_rows_naming_no_engine_as_the_fitted_engines(tmp_path):
     """calibrate --engine's help says rows naming no engine are that engine's: 15 vLLM-like
     rows with no engine in their notes were all left out ("engine unknown"), where

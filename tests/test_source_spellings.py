@@ -559,6 +559,25 @@ def test_a_concurrency_per_gpu_is_the_runs_clients_over_its_gpus(tmp_path, cell,
     assert (read.status, read.scenario, read.concurrency) == ("ok", "closed_loop", clients)
 
 
+@pytest.mark.parametrize(
+    "metric, unit, status",
+    [
+        ("p99_ttft_ms", "", "ok"),  # vLLM's keys write their unit: a blank cell takes it
+        ("mean_tpot_ms", "", "ok"),
+        ("TPOT", "ms per GPU", "unresolved: unit: 'ms per GPU' is per GPU but metric 'TPOT'"),
+        ("TTFT", "s/node", "unresolved: unit: 's/node' is per node but metric 'TTFT'"),
+    ],
+)
+def test_a_latency_takes_the_unit_its_name_writes_and_is_never_per_gpu(
+    tmp_path, metric, unit, status
+):
+    row = f"a blog post,Llama-3.3-70B-Instruct,FP8,H100,8,TP8,64,1024,1024,{metric},20,{unit},,CC"
+    path = tmp_path / "rows.csv"
+    path.write_text(f"{HEADER}\n{row}\n")
+    (read,) = load_measured(str(path))
+    assert read.status.startswith(status) and (status != "ok" or read.unit == "ms")
+
+
 def test_a_column_heading_in_the_hardware_cell_says_where_its_parts_go():
     gpu, _, why = hardware_of("B200 DEP4 (FP4)")
     assert gpu is None and why.endswith(

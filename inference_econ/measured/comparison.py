@@ -7,7 +7,7 @@ the summary of errors by source, GPU and model (docs/model.md §F9).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -15,7 +15,7 @@ import numpy as np
 from ..model.assumptions import Assumptions, preset
 from ..specs.engine import load_engine, split_engine
 from .closed_forms import predictable, steady_pairs, ttft_of
-from .metric_names import time_unit
+from .metric_names import Metric, time_unit
 from .predicting import (
     _DASK,
     _JOBS,
@@ -33,7 +33,9 @@ from .predicting import (
 from .reading import SHARED, MeasuredRow
 
 #: Metrics where a larger prediction is better (throughputs, speeds); the rest are times.
-HIGHER = ("throughput", "user_speed", "streams")
+#: Rates the model gives from its output rate and a row's lengths (``DERIVED_RATES``).
+DERIVED = ("request_throughput", "input_throughput", "total_throughput")
+HIGHER = ("throughput", "user_speed", "streams", *DERIVED)
 #: Micro-benchmark quantities where larger is better (bus bandwidth, GEMM and stream rates).
 HIGHER_MICRO = ("busbw", "gemm_flops", "stream")
 
@@ -63,6 +65,11 @@ BOUNDED = (
     "closed_loop|tpot",
     "closed_loop|user_speed",
     "static|throughput",
+    *(
+        f"{scenario}|{rate}"
+        for scenario in ("offline", "closed_loop", "static")
+        for rate in DERIVED
+    ),
     "single|ttft_single",
     "single|ttft",
     "micro|busbw",
@@ -85,11 +92,52 @@ class Comparison:
     source: str
 
 
+#: Rates a run's output rate gives through its mean lengths: requests, input tokens and input
+#: and output tokens a second, per output token (of one request's ``input_mean``/``output_mean``).
+DERIVED_RATES = dict(
+    zip(
+        DERIVED,
+        (
+            lambda n_in, n_out: 1.0 / n_out,
+            lambda n_in, n_out: n_in / n_out,
+            lambda n_in, n_out: (n_in + n_out) / n_out,
+        ),
+    )
+)
+
+
+def _output_rate_twins(rows) -> tuple[list, np.ndarray]:
+    """The rows with each requests, input or total rate asked as its run's output rate (the
+    same row, metric "throughput"), and the factor that turns that rate back into the row's:
+    the model predicts the output rate; the lengths the row states convert it. A row whose
+    output rate is not predicted either, or whose lengths are not known, is left as it is."""
+    twins, factors = list(rows), np.ones(len(rows))
+    for i, r in enumerate(rows):
+        rate = DERIVED_RATES.get(r.metric.quantity) if r.metric is not None else None
+        lengths = r.lengths
+        if rate is None or r.kind != "end-to-end" or not r.resolved or lengths is None:
+            continue
+        if not (lengths.output_mean > 0 and math.isfinite(lengths.input_mean)):
+            continue
+        twin = replace(r, metric=Metric("throughput", r.metric.per))
+        if predictable(twin) and not predictable(r):
+            twins[i], factors[i] = twin, rate(lengths.input_mean, lengths.output_mean)
+    return twins, factors
+
+
 def predict_rows(rows, assumptions="paper", engine=None, engines=None):
     """(predicted value, layout label, status, engine label) of every row, in SI units
     (seconds, tokens/s). ``engines`` gives rows their ``RowEngine`` (by index) instead of
     resolving them (calibration's fitted profiles). Rows that ask the same question (the same
-    configuration and metric, whatever their value or source) are predicted once."""
+    configuration and metric, whatever their value or source) are predicted once; a requests,
+    input or total rate as its run's output rate times its lengths' ratio."""
+    rows, factors = _output_rate_twins(rows)
+    predicted, labels, status, engines_text = _predict_rows(rows, assumptions, engine, engines)
+    return predicted * factors, labels, status, engines_text
+
+
+def _predict_rows(rows, assumptions, engine, engines):
+    """``predict_rows`` of rows as asked."""
     groups: dict = {}
     asked: dict = {}  # question -> its number
     shared: dict = {}  # id of a shared resolution's token -> its question's number

@@ -202,14 +202,26 @@ def _release_names(text: str) -> list[str]:
     return [n for n in dict.fromkeys(tried) if n and n != text]
 
 
+#: How a unit's basis is written in a message.
+_BASIS_WORDS = {"gpu": "GPU", "node": "node", "decode_gpu": "decode GPU"}
+
+
 def basis_of(rec, metric, gpus, count, gpu, decode_gpus) -> tuple[str, int]:
     """(what the value is per, how many of those the system has). The metric name and the unit
     say it ("throughput_per_gpu", "output tok/s/GPU": the user guide's "/GPU" rule); they
     must not disagree. A node is the accelerators the hardware name gives ("8xH200"), else the
     GPU's scale-up domain of at most 8."""
-    if metric.quantity not in mn.DIVISIBLE:
-        return "system", 1
     named, unit = metric.per, mn.basis_of_unit(rec["unit"])
+    if metric.quantity not in mn.DIVISIBLE:
+        if unit in ("gpu", "node", "decode_gpu"):  # "TPOT" in "ms per GPU"
+            raise SpecError(
+                "",
+                "unit",
+                f"{rec['unit']!r} is per {_BASIS_WORDS[unit]} but metric {rec['metric']!r} "
+                "is one request's, not a share of the run",
+                "give the unit alone (ms, s or tok/s/user)",
+            )
+        return "system", 1
     if unit == "user":  # a per-user unit on a rate of the whole run ("req/s/user")
         raise SpecError(
             "",

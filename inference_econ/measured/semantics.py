@@ -253,9 +253,7 @@ def lead_number(cell, named: bool = True) -> float | None:
 _PER_GPU = r"(\d[\d,]*)\s*(?:concurrent\s+)?(?:(?:requests?|users?|clients?)\s+)?(?:per|/|a)\s*gpu"
 _NAMED = r"(?:(?:max[\s_-]*)?(?:concurrency|conc)\s*[:=]?\s*)?"
 _PER_GPU_ALONE = re.compile(rf"^\s*{_NAMED}{_PER_GPU}\s*$", re.IGNORECASE)
-_PER_GPU_BESIDE = re.compile(
-    rf"^\s*{_NAMED}(\d[\d,]*)\s*\(\s*{_PER_GPU}\s*\)\s*$", re.IGNORECASE
-)
+_PER_GPU_BESIDE = re.compile(rf"^\s*{_NAMED}(\d[\d,]*)\s*\(\s*{_PER_GPU}\s*\)\s*$", re.IGNORECASE)
 
 
 def total_concurrency(cell, gpus: int | None, where: str = ""):

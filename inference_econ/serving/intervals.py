@@ -201,6 +201,9 @@ LOAD_OCCUPANCY = ("mean_batch", "busy_fraction", "peak_kv_fraction")
 #: in the kind's orientation, -1 where it is the inverse (a speed per user is 1/TPOT).
 QUANTITIES: dict[str, tuple[str, int]] = {
     "throughput": ("throughput", 1),
+    "request_throughput": ("throughput", 1),  # the output rate times the lengths' ratio
+    "input_throughput": ("throughput", 1),
+    "total_throughput": ("throughput", 1),
     "streams": ("throughput", 1),
     "tpot": ("TPOT", 1),
     "tpot_p99": ("TPOT", 1),
