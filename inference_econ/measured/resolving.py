@@ -203,7 +203,7 @@ def _release_names(text: str) -> list[str]:
 
 
 #: How a unit's basis is written in a message.
-_BASIS_WORDS = {"gpu": "GPU", "node": "node", "decode_gpu": "decode GPU"}
+_BASIS_WORDS = {"gpu": "GPU", "node": "node"}
 
 
 def basis_of(rec, metric, gpus, count, gpu, decode_gpus) -> tuple[str, int]:
@@ -213,7 +213,7 @@ def basis_of(rec, metric, gpus, count, gpu, decode_gpus) -> tuple[str, int]:
     GPU's scale-up domain of at most 8."""
     named, unit = metric.per, mn.basis_of_unit(rec["unit"])
     if metric.quantity not in mn.DIVISIBLE:
-        if unit in ("gpu", "node", "decode_gpu"):  # "TPOT" in "ms per GPU"
+        if unit in ("gpu", "node"):  # "TPOT" in "ms per GPU" ("per decode GPU" says the pool)
             raise SpecError(
                 "",
                 "unit",
