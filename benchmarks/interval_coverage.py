@@ -101,7 +101,14 @@ MIN_ROWS = 30
 UNSEEN_WIDENING = 1.5
 #: Quantities stated as rates (the others are times); each kind is stated in one orientation:
 #: throughput as a rate, TPOT and TTFT as times (serving/intervals.py).
-RATES = {"throughput", "streams", "user_speed"}
+RATES = {
+    "throughput",
+    "request_throughput",
+    "input_throughput",
+    "total_throughput",
+    "streams",
+    "user_speed",
+}
 PERCENTILES = (5, 10, 90, 95)
 #: The publication round of a test row, from its source ("inference_results_v5.1/...").
 ROUND = re.compile(r"v(\d+\.\d+)")

@@ -79,6 +79,9 @@ DATES = {
 #: Quantities by kind of row.
 KINDS = {
     "throughput": "throughput",
+    "request_throughput": "throughput",  # the output rate times the lengths' ratio
+    "input_throughput": "throughput",
+    "total_throughput": "throughput",
     "streams": "throughput",
     "tpot": "TPOT",
     "tpot_p99": "TPOT",

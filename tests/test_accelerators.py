@@ -130,6 +130,14 @@ def test_a_domain_word_is_dropped_only_where_it_names_the_parts_own_domain():
     with pytest.raises(ie.SpecError, match="did you mean"):
         resolve_system_name("H200 NVL8")
     assert resolve_system_name("H200 NVL").name == "H200-NVL"
+    assert resolve_system_name("B200 NVL 8").name == "B200-HGX"
+    # a size the name states is still checked once the word is dropped
+    with pytest.raises(ie.SpecError, match="it states 96 GB, and the B200 parts"):
+        resolve_system_name("B200 NVL8 96GB")
+    # parts with no NVLink domain of several GPUs take no such word
+    for text in ("GH200 NVL", "L40S NVL8", "MI300X NVL8"):
+        with pytest.raises(ie.SpecError, match="did you mean"):
+            resolve_system_name(text)
 
 
 @pytest.fixture(scope="module")

@@ -769,6 +769,11 @@ def test_requests_input_and_total_rates_are_the_output_rate_times_the_lengths_ra
     out = t["predicted"].iloc[0]
     assert t["predicted"].tolist()[1:] == pytest.approx([out / 200, out * 5, out * 6])
     assert t["error"].tolist() == pytest.approx([t["error"].iloc[0]] * 4)  # one run's one error
+    if preset == "paper":  # a run 100 times faster beats the ideal bound in all four rates
+        faster = path.read_text().replace(",3000,", ",3e5,").replace(",15,", ",1500,")
+        path.write_text(faster.replace(",15000,", ",1.5e6,").replace(",18000,", ",1.8e6,"))
+        t = api.compare_measured(str(path), assumptions=preset).table
+        assert t["beats_bound"].tolist() == [True] * 4
 
 
 def test_calibrate_takes_rows_naming_no_engine_as_the_fitted_engines(tmp_path):

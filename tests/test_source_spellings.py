@@ -586,6 +586,30 @@ def test_a_column_heading_in_the_hardware_cell_says_where_its_parts_go():
     )
     assert hardware_of("H200<br/>TP1")[2].endswith("the layout in parallelism")
     assert "layout" not in hardware_of("B999")[2]  # an unknown part alone: no such hint
+    assert "precision" not in hardware_of("B200 TP8 (1k/1k)")[2]  # a bracket of no format
+
+
+@pytest.mark.parametrize(
+    "cell, notes, budget",
+    [
+        ("64 per GPU", "vLLM 0.10 --request-rate inf", None),  # as "512" beside these notes
+        ("64 per GPU; max_num_tokens 2048", "vLLM 0.10", 2048.0),
+    ],
+)
+def test_a_concurrency_per_gpu_reads_as_its_total_would(tmp_path, cell, notes, budget):
+    row = f"a blog,Llama-3.1-8B-Instruct,BF16,H100,8,TP1 x8,{cell},1000,200,throughput,2e4,tok/s,{notes},CC"
+    path = tmp_path / "rows.csv"
+    path.write_text(f"{HEADER}\n{row}\n")
+    (read,) = load_measured(str(path))
+    assert (read.scenario, read.concurrency, read.token_budget) == ("closed_loop", 512.0, budget)
+
+
+@pytest.mark.parametrize("notes", ["vLLM 0.10, chunked prefill on", "--enable-chunked-prefill"])
+def test_an_input_rate_of_a_closed_loop_is_no_prefill_only_run(notes):
+    row = {"batch_or_concurrency": "64", "source": "a blog", "model": "x", "notes": notes}
+    assert sem.scenario_of(row, mn.Metric("input_throughput")) == "closed_loop"
+    alone = {"batch_or_concurrency": "", "source": "a prefill-only benchmark", "model": "x"}
+    assert sem.scenario_of(alone, mn.Metric("input_throughput")) == "prefill"
 
 
 def test_a_total_and_a_per_gpu_concurrency_that_disagree_are_refused(tmp_path):

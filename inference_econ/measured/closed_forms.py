@@ -9,7 +9,7 @@ and a row's engine on it (``found``) are ``predicting``'s ``Candidate`` and ``Ro
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -19,6 +19,7 @@ from ..load.scheduling import PREFILL
 from ..model.efficiency import StepWork, concatenate
 from ..model.latency import StepModel
 from ..model.mixed_step import EngineLayout, graph_batch, mixed_step_s, mixed_step_work
+from .metric_names import Metric
 from .reading import MeasuredRow
 
 if TYPE_CHECKING:
@@ -439,6 +440,41 @@ LOAD_QUANTITIES = (
 def ttft_of(row: MeasuredRow) -> bool:
     """Whether the row measures a time to first token (mean or a percentile)."""
     return row.metric.quantity in ("ttft", "ttft_p99")
+
+
+#: Rates the model gives from a run's output rate and its mean lengths: requests, input
+#: tokens, and input and output tokens a second, each per output token of one request.
+DERIVED = ("request_throughput", "input_throughput", "total_throughput")
+DERIVED_RATES = dict(
+    zip(
+        DERIVED,
+        (
+            lambda n_in, n_out: 1.0 / n_out,
+            lambda n_in, n_out: n_in / n_out,
+            lambda n_in, n_out: (n_in + n_out) / n_out,
+        ),
+    )
+)
+
+
+def output_rate_twin(row: MeasuredRow) -> tuple[MeasuredRow, float] | None:
+    """A requests, input or total rate's row asked as its run's output rate (the same row,
+    metric "throughput") and the factor that turns that rate back into the row's, from the mean
+    lengths it states; None for any other row, a rate whose output rate is not predicted
+    either, or lengths under one token (a ratio of them is no run's)."""
+    rate = DERIVED_RATES.get(row.metric.quantity) if row.metric is not None else None
+    lengths = row.lengths
+    if rate is None or row.kind != "end-to-end" or not row.resolved or lengths is None:
+        return None
+    n_in, n_out = lengths.input_mean, lengths.output_mean
+    if not (math.isfinite(n_in) and math.isfinite(n_out) and n_out >= 1.0):
+        return None
+    if row.metric.quantity != "request_throughput" and n_in < 1.0:
+        return None
+    twin = replace(row, metric=Metric("throughput", row.metric.per))
+    if not predictable(twin) or predictable(row):
+        return None
+    return twin, rate(n_in, n_out)
 
 
 def predictable(row: MeasuredRow) -> bool:

@@ -7,15 +7,15 @@ the summary of errors by source, GPU and model (docs/model.md §F9).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 from ..model.assumptions import Assumptions, preset
 from ..specs.engine import load_engine, split_engine
-from .closed_forms import predictable, steady_pairs, ttft_of
-from .metric_names import Metric, time_unit
+from .closed_forms import DERIVED, output_rate_twin, predictable, steady_pairs, ttft_of
+from .metric_names import time_unit
 from .predicting import (
     _DASK,
     _JOBS,
@@ -33,8 +33,6 @@ from .predicting import (
 from .reading import SHARED, MeasuredRow
 
 #: Metrics where a larger prediction is better (throughputs, speeds); the rest are times.
-#: Rates the model gives from its output rate and a row's lengths (``DERIVED_RATES``).
-DERIVED = ("request_throughput", "input_throughput", "total_throughput")
 HIGHER = ("throughput", "user_speed", "streams", *DERIVED)
 #: Micro-benchmark quantities where larger is better (bus bandwidth, GEMM and stream rates).
 HIGHER_MICRO = ("busbw", "gemm_flops", "stream")
@@ -55,6 +53,8 @@ TIMES = ("tpot", "tpot_p99", "itl", "ttft", "ttft_p99", "ttft_single")
 #: in its label: the rest queue, and its per-token latencies depend on how many it holds, which
 #: an ideal engine (all its memory for the cache) may exceed - only its throughput is a bound.
 QUEUED = " (the cache holds "
+#: Scenarios whose output rate the ideal presets bound, and so the rates derived from it.
+_RATE_SCENARIOS = ("offline", "server", "interactive", "closed_loop", "static")
 #: Metrics of a scenario that the ideal presets bound (a real system can only be slower).
 BOUNDED = (
     "offline|throughput",
@@ -65,11 +65,7 @@ BOUNDED = (
     "closed_loop|tpot",
     "closed_loop|user_speed",
     "static|throughput",
-    *(
-        f"{scenario}|{rate}"
-        for scenario in ("offline", "closed_loop", "static")
-        for rate in DERIVED
-    ),
+    *(f"{scenario}|{rate}" for scenario in _RATE_SCENARIOS for rate in DERIVED),
     "single|ttft_single",
     "single|ttft",
     "micro|busbw",
@@ -92,36 +88,15 @@ class Comparison:
     source: str
 
 
-#: Rates a run's output rate gives through its mean lengths: requests, input tokens and input
-#: and output tokens a second, per output token (of one request's ``input_mean``/``output_mean``).
-DERIVED_RATES = dict(
-    zip(
-        DERIVED,
-        (
-            lambda n_in, n_out: 1.0 / n_out,
-            lambda n_in, n_out: n_in / n_out,
-            lambda n_in, n_out: (n_in + n_out) / n_out,
-        ),
-    )
-)
-
-
 def _output_rate_twins(rows) -> tuple[list, np.ndarray]:
-    """The rows with each requests, input or total rate asked as its run's output rate (the
-    same row, metric "throughput"), and the factor that turns that rate back into the row's:
-    the model predicts the output rate; the lengths the row states convert it. A row whose
-    output rate is not predicted either, or whose lengths are not known, is left as it is."""
+    """The rows with each requests, input or total rate asked as its run's output rate, and
+    the factors that turn those rates back into the rows' (``output_rate_twin``): the model
+    predicts the output rate; the lengths the row states convert it."""
     twins, factors = list(rows), np.ones(len(rows))
     for i, r in enumerate(rows):
-        rate = DERIVED_RATES.get(r.metric.quantity) if r.metric is not None else None
-        lengths = r.lengths
-        if rate is None or r.kind != "end-to-end" or not r.resolved or lengths is None:
-            continue
-        if not (lengths.output_mean > 0 and math.isfinite(lengths.input_mean)):
-            continue
-        twin = replace(r, metric=Metric("throughput", r.metric.per))
-        if predictable(twin) and not predictable(r):
-            twins[i], factors[i] = twin, rate(lengths.input_mean, lengths.output_mean)
+        found = output_rate_twin(r)
+        if found is not None:
+            twins[i], factors[i] = found
     return twins, factors
 
 
@@ -467,7 +442,11 @@ def _table(rows, predicted, labels, status, base, engines):
             if r.metric is None or not (over[i] or under[i]):
                 continue
             q = r.metric.quantity
-            queued = r.scenario == "closed_loop" and q != "throughput" and QUEUED in labels[i]
+            queued = (
+                r.scenario == "closed_loop"
+                and q not in ("throughput", *DERIVED)
+                and QUEUED in labels[i]
+            )
             if (
                 f"{r.scenario}|{q}" in BOUNDED
                 and not status[i].startswith("out of scope")

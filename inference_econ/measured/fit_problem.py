@@ -194,7 +194,8 @@ def build_problem(
         if not isinstance(e, pr.RowEngine):
             unknown.append((r.row, e))
             continue
-        usable.append(r)
+        twin = closed_forms.output_rate_twin(r)  # a requests or token rate: its output rate
+        usable.append(r if twin is None else dataclasses.replace(twin[0], value=r.value / twin[1]))
         engines.append(dataclasses.replace(e, profile=adjusted(e.profile)))
     if unknown and notes is not None:
         notes.append(

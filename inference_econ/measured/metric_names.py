@@ -440,5 +440,5 @@ def row_metric(name: str, unit: str) -> tuple[Metric | None, str]:
 
 def named_time_unit(name: str) -> str | None:
     """The time unit a metric's name ends with ("p99_ttft_ms": ms), or None."""
-    found = re.search(r"[_\s](ms|s|us)$", str(name).strip().lower())
-    return found.group(1) if found else None
+    found = re.search(r"[_\s](ms|s|us|secs?)$", str(name).strip().lower())
+    return ("s" if found.group(1).startswith("sec") else found.group(1)) if found else None

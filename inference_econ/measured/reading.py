@@ -588,10 +588,16 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
     context, cell = rec["_context"], rec.get("batch_or_concurrency")
     bits = _bits(rec, base)
     scenario = sem.scenario_of(rec, metric, context)
-    if scenario not in sem.MLPERF_SCENARIOS and sem.total_concurrency(cell, gpus, where) != cell:
-        cell = sem.total_concurrency(cell, gpus, where)  # "64 per GPU": the run's clients
+    try:
+        total = sem.total_concurrency(cell, gpus, where)  # "64 per GPU": the run's clients
+    except SpecError:
+        if scenario not in sem.MLPERF_SCENARIOS:
+            raise
+        total = cell  # an MLPerf scenario's number is the engine's cap, whatever it restates
+    read = sem.scenario_of({**rec, "batch_or_concurrency": total}, metric, context)
+    if total != cell and read not in sem.MLPERF_SCENARIOS:  # not an engine's cap per GPU
+        cell, scenario = total, read
         rec = {**rec, "batch_or_concurrency": cell}
-        scenario = sem.scenario_of(rec, metric, context)
     experts = base["arch"].routed_experts
     copies = redundant_experts_of(cell, scenario, context, where, experts)
     if copies and not base["arch"].is_moe:

@@ -69,8 +69,9 @@ def _heading_hint(raw: str) -> str:
     found = [w for w in words if layouts.stated_gpus(w) is not None]
     if not found or len(found) == len(words):
         return ""
-    said = re.search(r"\(([^)]*)\)", raw)
-    also = f" and {said.group(1)!r} in precision" if said else ""
+    said = re.search(r"\(([^()]*)\)", raw)
+    precise = said is not None and engine_words.precision_of(said.group(1)) is not None
+    also = f" and {said.group(1)!r} in precision" if precise else ""  # type: ignore[union-attr]
     return (
         f": it names a layout too ({found[0]!r}): give the GPU alone here, the layout in "
         f"parallelism{also}"

@@ -201,9 +201,14 @@ def scenario_of(row: dict, metric: Metric, context: str = "") -> str | None:
     text = " ".join(texts)
     if re.search(r"static batch", text, re.IGNORECASE):
         return "static"
-    if metric.quantity == "input_throughput" and re.search(r"\bprefill\b", text, re.IGNORECASE):
-        return "prefill"
     batch = str(row.get("batch_or_concurrency") or "")
+    unchunked = re.sub(r"chunked[\s_-]*prefill", " ", text, flags=re.IGNORECASE)
+    if (
+        metric.quantity == "input_throughput"
+        and re.search(r"\bprefill\b", unchunked, re.IGNORECASE)
+        and lead_number(batch) is None  # a closed loop's clients: a whole run's input rate
+    ):
+        return "prefill"
     if _MAX_LOAD.search(batch + " " + text):
         return "offline"
     if lead_number(batch) is not None:
@@ -261,13 +266,14 @@ def total_concurrency(cell, gpus: int | None, where: str = ""):
     "64 per GPU" on 8 GPUs is 512; "512 (64 per GPU)" is 512 where the two agree and refused
     where they do not. Any other cell is returned as it is (MLPerf rows, whose numbers are
     the engine's caps, do not come here)."""
-    text = str(cell or "")
+    text, _, rest = str(cell or "").partition(";")  # "64 per GPU; max_num_tokens 2048"
+    rest = f";{rest}" if rest else ""
     alone, beside = _PER_GPU_ALONE.match(text), _PER_GPU_BESIDE.match(text)
     if not (alone or beside) or not gpus:
         return cell
     each = number(alone.group(1) if alone else beside.group(2))  # type: ignore[union-attr]
     if alone:
-        return f"{each * gpus:g}" if each is not None else cell
+        return f"{each * gpus:g}{rest}" if each is not None else cell
     total = number(beside.group(1))  # type: ignore[union-attr]
     if total is not None and each is not None and total != each * gpus:
         raise SpecError(
@@ -276,7 +282,7 @@ def total_concurrency(cell, gpus: int | None, where: str = ""):
             f"{text.strip()!r}: {each:g} per GPU on {gpus} GPUs is {each * gpus:g}, not {total:g}",
             "give the run's total clients, or its clients per GPU, alone",
         )
-    return f"{total:g}" if total is not None else cell
+    return f"{total:g}{rest}" if total is not None else cell
 
 
 # --- engine batch caps and concurrency ------------------------------------------------------

@@ -443,11 +443,12 @@ def resolve_system_name(text: str) -> SystemName:
     candidates, count = system_name_candidates(text)
     if entry is None:
         entry = next(filter(None, (_match("hardware", name) for name in candidates)), None)
+        family = candidates[0] if candidates else ""
+        if entry is None:  # "B200 NVL8": the part, its domain word dropped
+            entry, family = _by_domain_word(str(text), candidates) or (None, family)
         memory = stated_memory_gb(text)
         if entry is not None and memory is not None and not _holds(entry, memory):
-            entry = _with_memory(str(text), candidates[0], entry, memory)
-    if entry is None:
-        entry = _by_domain_word(str(text), candidates)
+            entry = _with_memory(str(text), family, entry, memory)
     if entry is None:
         raise _unknown("hardware", str(text), candidates[0] if candidates else "")
     return SystemName(text=str(text), entry=entry, accelerators=count)
@@ -458,13 +459,14 @@ def resolve_system_name(text: str) -> SystemName:
 _DOMAIN_WORD = re.compile(r"^nvl(\d+)?$", re.IGNORECASE)
 
 
-def _by_domain_word(text: str, candidates: list[str]) -> Entry | None:
+def _by_domain_word(text: str, candidates: list[str]) -> tuple[Entry, str] | None:
     """The part a name stands for once a word naming its NVLink domain is dropped ("B200 NVL8":
-    B200-HGX), where no part is named with that word (H100 NVL and H200 NVL are cards of their
+    B200-HGX), and the name without it, where no part is named with that word (H100 NVL and H200 NVL are cards of their
     own, found before this). A domain size the part's file does not state ("GB200 NVL4", the
     four-GPU board, against GB200-NVL72's 72) is refused rather than read as another system."""
     for name in candidates:
-        tokens = [t for t in re.split(r"[\s\-]+", name) if t]
+        joined = re.sub(r"\b(nvl)[\s\-]+(\d+)\b", r"\1\2", name, flags=re.IGNORECASE)  # "NVL 8"
+        tokens = [t for t in re.split(r"[\s\-]+", joined) if t]
         words = [t for t in tokens if _DOMAIN_WORD.match(t)]
         rest = [t for t in tokens if not _DOMAIN_WORD.match(t)]
         if len(words) != 1 or not rest:
@@ -472,8 +474,11 @@ def _by_domain_word(text: str, candidates: list[str]) -> Entry | None:
         entry = _match("hardware", " ".join(rest))
         if entry is None or _match("hardware", " ".join(rest) + " NVL") is not None:
             continue  # "H200 NVL8": the part has an NVL card of its own, so the word is unclear
+        domain = int(_stated(entry, "scale_up_domain_gpus", 0) or 0)
+        switched = _stated(entry, "interconnect", "switch") == "switch"
+        if domain < 2 or not switched or "nvidia" not in str(entry.description).lower():
+            continue  # no NVLink domain of several GPUs: "GH200 NVL", "L40S NVL", "MI300X NVL8"
         size = _DOMAIN_WORD.match(words[0]).group(1)  # type: ignore[union-attr]
-        domain = _domain_gpus(entry)
         if size is not None and domain and int(size) != domain:
             raise SpecError(
                 "argument",
@@ -483,23 +488,19 @@ def _by_domain_word(text: str, candidates: list[str]) -> Entry | None:
                 f"give a YAML file for that system (derive_from: {entry.name}, with its "
                 "scale_up_domain_gpus and the figures that differ)",
             )
-        return entry
+        return entry, " ".join(rest)
     return None
 
 
-def _domain_gpus(entry: Entry, depth: int = 0) -> int:
-    """The GPUs of a part's NVLink domain its file states (``scale_up_domain_gpus``), else its
-    ``derive_from`` base's; 0 where none is readable."""
+def _stated(entry: Entry, key: str, default, depth: int = 0):
+    """A top-level field a part's file states, else its ``derive_from`` base's, else
+    ``default``."""
     data = load_yaml(entry.path)
     data = data if isinstance(data, dict) else {}
-    value = data.get("scale_up_domain_gpus")
-    if value is None:
-        base = _match("hardware", str(data.get("derive_from") or ""))
-        return _domain_gpus(base, depth + 1) if base and depth < MAX_DERIVE_DEPTH else 0
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 0
+    if key in data:
+        return data[key]
+    base = _match("hardware", str(data.get("derive_from") or ""))
+    return _stated(base, key, default, depth + 1) if base and depth < MAX_DERIVE_DEPTH else default
 
 
 #: A memory size a name states: "40GB", "40 GB", "192GBx8", "1.5TB" (GB, GiB or TB).
