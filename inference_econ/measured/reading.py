@@ -581,23 +581,30 @@ def _bits(rec, base):
     return bits
 
 
-def _read_setting(rec, base, metric, gpus, count, where, benchmark):
-    """Read the setting an end-to-end row ran into ``base`` (precision, scenario, concurrency,
-    engine and what the row states of it, disaggregation, layout, what the value is per);
-    returns the engine the row names (``engine_words.EngineText``)."""
+def _clients_per_gpu(rec, metric, gpus, where) -> tuple[dict, str | None]:
+    """(the record, its scenario) with a concurrency given per GPU as the run's total ("64 per
+    GPU" on 8 GPUs: 512), unless the total reads as an MLPerf scenario's cap per GPU."""
     context, cell = rec["_context"], rec.get("batch_or_concurrency")
-    bits = _bits(rec, base)
     scenario = sem.scenario_of(rec, metric, context)
     try:
-        total = sem.total_concurrency(cell, gpus, where)  # "64 per GPU": the run's clients
+        total = sem.total_concurrency(cell, gpus, where)
     except SpecError:
         if scenario not in sem.MLPERF_SCENARIOS:
             raise
         total = cell  # an MLPerf scenario's number is the engine's cap, whatever it restates
     read = sem.scenario_of({**rec, "batch_or_concurrency": total}, metric, context)
-    if total != cell and read not in sem.MLPERF_SCENARIOS:  # not an engine's cap per GPU
-        cell, scenario = total, read
-        rec = {**rec, "batch_or_concurrency": cell}
+    if total != cell and read not in sem.MLPERF_SCENARIOS:
+        return {**rec, "batch_or_concurrency": total}, read
+    return rec, scenario
+
+
+def _read_setting(rec, base, metric, gpus, count, where, benchmark):
+    """Read the setting an end-to-end row ran into ``base`` (precision, scenario, concurrency,
+    engine and what the row states of it, disaggregation, layout, what the value is per);
+    returns the engine the row names (``engine_words.EngineText``)."""
+    bits = _bits(rec, base)
+    rec, scenario = _clients_per_gpu(rec, metric, gpus, where)
+    context, cell = rec["_context"], rec.get("batch_or_concurrency")
     experts = base["arch"].routed_experts
     copies = redundant_experts_of(cell, scenario, context, where, experts)
     if copies and not base["arch"].is_moe:
