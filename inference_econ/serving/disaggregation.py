@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .. import settings as table
+from ..columns import RATIO
 from ..errors import SpecError, plural
 from ..model.economics import usd_per_mtok
 from ..model.latency import prefill_step_model
@@ -192,6 +193,7 @@ def _colocated(setting: Setting, mix: tuple, decoder, on_layout: tuple, step: fl
         "gpu_s_per_request": co_gpu_s,
         "usd_per_request": co_gpu_s * price_s,
         "usd_per_m_output_tokens_all_in": usd_per_mtok(co_gpu_s, 1.0, output_tokens, price),
+        RATIO: prompt_tokens / output_tokens,  # the all-in price's blend (docs/glossary.md)
         "kv_transfer_s": 0.0,
         "prefill_pool_busy_fraction": math.nan,
         "decode_pool_busy_fraction": math.nan,
@@ -230,6 +232,7 @@ def _disaggregated(
         "usd_per_m_output_tokens_all_in": usd_per_mtok(
             pools.gpu_s_per_request, 1.0, output_tokens, price
         ),
+        RATIO: prompt_tokens / output_tokens,
         "kv_transfer_s": transfer,
         "prefill_pool_busy_fraction": pools.prefill_busy_fraction,
         "decode_pool_busy_fraction": pools.decode_busy_fraction,
