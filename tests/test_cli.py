@@ -513,3 +513,22 @@ def test_a_plain_frontier_loads_only_what_it_uses(tmp_path):
     assert [m for m in FRONTIER_SKIPS if m in first] == []
     assert [m for m in FRONTIER_SKIPS if m in at_exit] == list(FRONTIER_SKIPS[1:7])
     assert "Expected figures" in (tmp_path / "frontier.txt").read_text()
+
+
+def test_load_work_past_the_limit_offers_yes_on_each_command_that_refuses_it():
+    """simulate and frontier --rate refuse load work estimated past ten minutes naming --yes as
+    the way to run it, so both take --yes; a frontier without a load refuses it (its work is
+    bounded by its grid)."""
+    load = ("--prompt-tokens", "1000", "--output-tokens", "200", "--requests", "10000000")
+    for args in (
+        ("simulate", "Llama 3.1 8B", "-H", "H100", "--gpus", "1", "--rate", "10", *load),
+        ("frontier", "Llama 3.1 8B", "-H", "H100", "--rate", "10", "--slo-ttft-p99", "2", *load),
+    ):
+        refused = CliRunner().invoke(main, list(args))
+        assert refused.exit_code == 2 and "or give --yes (yes=True) to run it" in refused.output
+        assert "--yes" in CliRunner().invoke(main, [args[0], "--help"]).output
+    code, _ = run("simulate", "Llama 3.1 8B", "-H", "H100", "--gpus", "1", "--rate", "4",
+                  "--prompt-tokens", "200", "--output-tokens", "20", "--requests", "50", "--yes", "-q")  # fmt: skip
+    assert code == 0
+    plain = CliRunner().invoke(main, ["frontier", "Llama 3 70B", "-H", "H100-paper", "--yes"])
+    assert plain.exit_code == 2 and "--yes: applies to a frontier under a load" in plain.output

@@ -126,7 +126,7 @@ def _operations_text(setting, row: dict, discrete: bool, fmt: str) -> list[str]:
     help="Prompt length: adds each configuration's time to first token.",
 )
 @option("ttft_max_s")
-@options(*FRONTIER_OPTIONS)  # deployments under load (docs/model.md §E6)
+@options(*FRONTIER_OPTIONS, "yes")  # deployments under load (docs/model.md §E6)
 @renamed_flags
 @click.option(
     "--rows",
@@ -165,11 +165,18 @@ def frontier(
     from .. import api
     from ..output.render import render
 
-    load = {k: values.pop(k) for k in FRONTIER_OPTIONS}
+    load = {k: values.pop(k) for k in (*FRONTIER_OPTIONS, "yes")}
     prompt = values["prompt_tokens"]
     if load["arrival_rate_per_s"] is not None or load["trace"] is not None:  # a load is given
         emit(_under_load(model, hardware, values, load, figure, format, quiet), out)
         return
+    if load["yes"]:  # one instance's frontier is bounded by its grid, not by this
+        raise SpecError(
+            "command line",
+            "--yes",
+            "applies to a frontier under a load",
+            "give --rate or drop --yes",
+        )
     if isinstance(prompt, str):
         raise SpecError(
             "command line",

@@ -43,6 +43,7 @@ from .stated import save_figure
 @options("layout")  # the instances' layout fixed (a plan's), not chosen for the load
 @options(*TARGETS, *ENGINE)
 @served_options
+@options("yes")  # a run estimated past ten minutes: run it, not refuse it
 @click.option(
     "--timeline",
     type=OutputFile(suffixes=("json",)),
