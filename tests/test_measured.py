@@ -792,3 +792,38 @@ def test_calibrate_takes_rows_naming_no_engine_as_the_fitted_engines(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     fit = ie.calibrate(str(path), engine="vllm", holdout=False)
     assert fit.rows == 12 and fit.engine == "vllm"
+
+
+def test_an_offline_runs_latencies_are_its_whole_datasets_replay(tmp_path):
+    """trtllm-bench reports TPOT, TTFT and 1/TPOT at maximum load: a row stating its dataset's
+    requests is replayed whole and each is read off that one run (one layout, one run: the
+    speed is 1/TPOT, and the mean TTFT falls within the run); without its requests, or under
+    the ideal bound, they are out of scope with the reason."""
+    head = "a blog,Llama-3.1-8B-Instruct,BF16,H100,1,TP1,max load,1000,200"
+    rows = [
+        ("throughput", "10000", "tok/s"),
+        ("mean_TPOT", "30", "ms"),
+        ("mean_TTFT", "3000", "ms"),
+        ("user_speed", "30", "tok/s/user"),
+    ]
+    path = tmp_path / "offline.csv"
+    text = "\n".join(f"{head},{m},{v},{u},vLLM 0.10,{{n}}" for m, v, u in rows)
+    header = (
+        "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,"
+        "output_len,metric,value,unit,notes,requests\n"
+    )
+    path.write_text(header + text.format(n=300) + "\n")
+    from inference_econ import api
+
+    t = api.compare_measured(str(path), assumptions="achievable").table
+    assert (t["status"] == "ok").all()
+    rate, tpot_ms, ttft_ms, speed = t["predicted"].tolist()
+    assert speed == pytest.approx(1000.0 / tpot_ms, rel=1e-6)
+    assert 0.0 < ttft_ms / 1000.0 < 300 * 200 / rate  # a first token within the whole run
+    assert all(
+        s.startswith("out of scope") for s in api.compare_measured(str(path)).table["status"][1:]
+    )
+    path.write_text(header + text.replace(",{n}", ",") + "\n")
+    status = api.compare_measured(str(path), assumptions="achievable").table["status"]
+    assert status[0] == "ok"
+    assert all("of an offline run is its whole dataset's" in s for s in status[1:])

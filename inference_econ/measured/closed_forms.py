@@ -477,13 +477,23 @@ def output_rate_twin(row: MeasuredRow) -> tuple[MeasuredRow, float] | None:
     return twin, rate(n_in, n_out)
 
 
+def offline_latency(row: MeasuredRow) -> bool:
+    """Whether the row gives a latency or one request's speed of an offline run (trtllm-bench
+    reports them at maximum load): its whole dataset's replay gives them, no steady state."""
+    q = row.metric.quantity
+    return row.scenario == "offline" and q in LOAD_QUANTITIES and q not in ("throughput", "streams")
+
+
 def predictable(row: MeasuredRow) -> bool:
     """Whether the model predicts the row's metric in its scenario: a steady state's closed
     form (``STEADY_KINDS``), or a run of the load engine (a row may read a metric, such as a p90
-    TTFT, that neither predicts: it is out of scope, not guessed)."""
+    TTFT, that neither predicts: it is out of scope, not guessed); an offline run's latencies
+    where its whole dataset is replayed (``offline_latency``)."""
     code = f"{row.scenario}|{row.metric.quantity}"
-    return code in STEADY_KINDS or (
-        row.scenario in LOADED and row.metric.quantity in LOAD_QUANTITIES
+    return (
+        code in STEADY_KINDS
+        or (row.scenario in LOADED and row.metric.quantity in LOAD_QUANTITIES)
+        or offline_latency(row)
     )
 
 

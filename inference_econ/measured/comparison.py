@@ -14,7 +14,14 @@ import numpy as np
 
 from ..model.assumptions import Assumptions, preset
 from ..specs.engine import load_engine, split_engine
-from .closed_forms import DERIVED, output_rate_twin, predictable, steady_pairs, ttft_of
+from .closed_forms import (
+    DERIVED,
+    offline_latency,
+    output_rate_twin,
+    predictable,
+    steady_pairs,
+    ttft_of,
+)
 from .metric_names import time_unit
 from .predicting import (
     _DASK,
@@ -254,6 +261,12 @@ def _predict_distinct(rows, assumptions, engine, engines):
                 f"not give {row.metric_text} in the {row.scenario} scenario; the achievable "
                 "preset simulates it"
             )
+            if offline_latency(row) and base.engine is not None:  # no whole dataset to replay
+                status[i] = (
+                    f"out of scope: {row.metric_text} of an offline run is its whole "
+                    "dataset's, which the row does not size (state its requests, as a "
+                    "trtllm-bench run's source or a requests column does)"
+                )
         if row.kind == "micro" and row.resolved:
             predicted[i] = predict_micro(row, base, engine)
             nvls_row = row.metric.quantity == "busbw" and "nvls" in row.model_text.lower()

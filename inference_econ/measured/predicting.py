@@ -56,6 +56,7 @@ from .closed_forms import (
     StepGroup,
     add_points,
     exact_steady_state,
+    offline_latency,
     predictable,
     requests_held,
 )
@@ -413,15 +414,16 @@ def build_plan(rows, assumptions="paper", engine=None, engines=None, for_fit=Fal
             steady_loop = for_fit or found.profile is None
             loaded = row.scenario in LOADED and not (steady_loop and row.scenario == "closed_loop")
             code = f"{row.scenario}|{row.metric.quantity}"
-            if not loaded and code not in STEADY_KINDS:
-                continue  # no closed form (a closed-loop TTFT in the fit): left out
             # an MLPerf Offline row's throughput is LoadGen's, over the whole run and its drain:
-            # simulated (the fit keeps its steady state, whose terms the drain barely moves)
+            # simulated (the fit keeps its steady state, whose terms the drain barely moves);
+            # so are a whole dataset's latencies (trtllm-bench reports them at maximum load)
             whole = (
                 row.scenario == "offline"
                 and _whole_run(row, found.profile is not None)
                 and not for_fit
             )
+            if not loaded and code not in STEADY_KINDS and not (whole and offline_latency(row)):
+                continue  # no closed form (a closed-loop TTFT in the fit): left out
             if (
                 loaded
                 or whole

@@ -263,7 +263,7 @@ def basis_of(rec, metric, gpus, count, gpu, decode_gpus) -> tuple[str, int]:
 
 #: What each scenario can measure besides latencies (a metric outside it is unresolved).
 MEASURABLE = {
-    "offline": (*mn.RATES, "streams"),
+    "offline": (*mn.RATES, "streams", "user_speed"),
     "server": (*mn.RATES, "streams", "user_speed"),
     "interactive": (*mn.RATES, "streams", "user_speed"),
     "closed_loop": (*mn.RATES, "user_speed"),
@@ -271,8 +271,9 @@ MEASURABLE = {
     "single": ("ttft_single", "ttft"),
     "prefill": ("input_throughput",),
 }
-#: Scenarios of many requests whose latencies (any statistic) a row may give.
-WITH_LATENCIES = ("server", "interactive", "closed_loop")
+#: Scenarios of many requests whose latencies (any statistic) a row may give (an offline run's:
+#: trtllm-bench's report at maximum load).
+WITH_LATENCIES = ("server", "interactive", "closed_loop", "offline")
 
 
 def scenario_problem(scenario, metric, concurrency, bits, rec) -> str:
