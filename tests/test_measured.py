@@ -827,3 +827,32 @@ def test_an_offline_runs_latencies_are_its_whole_datasets_replay(tmp_path):
     status = api.compare_measured(str(path), assumptions="achievable").table["status"]
     assert status[0] == "ok"
     assert all("of an offline run is its whole dataset's" in s for s in status[1:])
+
+
+def test_a_first_token_of_a_run_replayed_in_part_is_out_of_scope(tmp_path, monkeypatch):
+    """A whole run longer than the replay's cap extends its throughput by its steady middle;
+    its TTFTs, which wait behind every request before, would come out short: out of scope."""
+    monkeypatch.setattr(rp, "WHOLE_RUN_REQUESTS", 200)
+    rp.clear()
+    head = "a blog,Llama-3.1-8B-Instruct,BF16,H100,1,TP1,max load,1000,200"
+    path = tmp_path / "long.csv"
+    path.write_text(
+        "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,"
+        "output_len,metric,value,unit,notes,requests\n"
+        + "".join(
+            f"{head},{m},{v},{u},vLLM 0.10,{n}\n"
+            for n in (150, 300)
+            for m, v, u in (
+                ("throughput", 4000, "tok/s"),
+                ("mean_TTFT", 3, "s"),
+                ("mean_TPOT", 50, "ms"),
+            )
+        )
+    )
+    from inference_econ import api
+
+    t = api.compare_measured(str(path), assumptions="achievable").table
+    rp.clear()
+    status = t["status"].tolist()
+    assert status[:4] == ["ok"] * 4 and status[5] == "ok"  # its throughput and TPOT extend
+    assert status[4].startswith("out of scope: the TTFT of a run of 300 requests")

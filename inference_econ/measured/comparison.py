@@ -247,32 +247,38 @@ def _predict_distinct(rows, assumptions, engine, engines):
         ):
             predicted[i] = np.nan  # the decode pool's replay hands each first token over
             status[i] = (
-                "out of scope: the TTFT of a disaggregated row is its prefill pool's, which "
-                "the row does not state (its decode GPUs are replayed alone)"
+                "out of scope: the TTFT of a disaggregated row is its prefill pool's, which the "
+                "replay does not run here (its decode GPUs are replayed alone)"
             )
         elif (
             row.kind == "end-to-end"
             and status[i] == "ok"
             and i not in best
             and not np.isfinite(predicted[i])
-        ):  # no case was built for it: the ideal engine's closed-loop steady state has no queue
-            status[i] = (
-                f"out of scope: the {base.name} preset's bound (a steady state, no queue) does "
-                f"not give {row.metric_text} in the {row.scenario} scenario; the achievable "
-                "preset simulates it"
-            )
-            if offline_latency(row) and base.engine is not None:  # no whole dataset to replay
-                status[i] = (
-                    f"out of scope: {row.metric_text} of an offline run is its whole "
-                    "dataset's, which the row does not size (state its requests, as a "
-                    "trtllm-bench run's source or a requests column does)"
-                )
+        ):  # no case was built for it
+            status[i] = _no_case(row, base)
         if row.kind == "micro" and row.resolved:
             predicted[i] = predict_micro(row, base, engine)
             nvls_row = row.metric.quantity == "busbw" and "nvls" in row.model_text.lower()
             if base.engine is None and nvls_row and not base.nvls:
                 status[i] = f"out of scope: uses NVLS, which the {base.name} preset does not"
     return predicted, labels, status, labels_engine
+
+
+def _no_case(row: MeasuredRow, base: Assumptions) -> str:
+    """Why a row with a metric the model predicts has no run: the ideal engine's steady state
+    has no queue; an offline run's latencies are its whole dataset's, which the row must size."""
+    sized = "where the row states its requests (a requests column)"
+    if offline_latency(row) and base.engine is not None:
+        return (
+            f"out of scope: {row.metric_text} of an offline run is its whole dataset's, which "
+            f"the row does not size: the replay runs it {sized}"
+        )
+    simulates = f"replays it {sized}" if offline_latency(row) else "simulates it"
+    return (
+        f"out of scope: the {base.name} preset's bound (a steady state, no queue) does not "
+        f"give {row.metric_text} in the {row.scenario} scenario; the achievable preset " + simulates
+    )
 
 
 def _keep(best: dict, i, j, value, score, note="") -> None:

@@ -52,6 +52,7 @@ from ..optimise.load_search import (
 )
 from ..serving.disaggregation import kv_transfer_s
 from ..serving.setting import Setting
+from .run_span import RunSpan, saturated_rate
 
 #: Requests one instance serves in a Server run of the load search: enough for the run's
 #: middle arrival to come ``FILL_TIMES`` times the time a request spends in the engine after
@@ -265,57 +266,12 @@ def offline_requests(case: LoadCase, inst) -> int:
     ``*.Offline.min_duration`` 600 s; the LLM benchmarks' min_query_count is their performance
     sample count, ``LoadCase.issued``), the expected QPS here the steady-state estimate's; this
     instance's share. A trtllm-bench run (``LoadCase.dataset``) serves its dataset, this
-    instance's share of ``issued``."""
-    if case.dataset:
-        return max(1, int(round(case.issued / case.replicas)))
+    instance's share of ``issued`` (the busiest's, the run lasting as long as it does)."""
+    if case.dataset:  # the busiest instance's: some take one fewer, or none
+        return max(1, math.ceil(case.issued / case.replicas))
     rate = estimate(case).rate_per_s
     target = OFFLINE_SLACK * SERVER_DURATION_S * rate if np.isfinite(rate) else 0.0
     return max(1, int(max(float(case.issued), target) / case.replicas))
-
-
-@dataclass(frozen=True)
-class RunSpan:
-    """What a run says about LoadGen's throughput, which counts every issued request's output
-    over the time from the first issue to the last completion (``result_tokens_per_second``
-    in Offline: samples over the longest latency; ``result_completed_tokens_per_second`` in
-    Server, over ``final_query_all_samples_done_time``): its drain included. A run of another
-    length differs only in its steady middle: each request more or fewer moves the end by
-    ``per_request_s`` - the mean gap between arrivals (Server), or a request's output at the
-    rate the engine serves (all issued at t = 0 in Offline, or arrivals it cannot keep up
-    with), whichever is longer - the fill and the drain unchanged."""
-
-    requests: int
-    span_s: float  # first arrival to last completion
-    per_request_s: float
-    tokens_per_request: float
-    #: The run cannot be shorter than its drain (last admission to last completion).
-    drain_s: float
-
-    @classmethod
-    def of(cls, record, served_tokens_per_s: float | None = None) -> RunSpan | None:
-        """The span of a run record; ``served_tokens_per_s``: the rate the engine serves at
-        (its service window's; None: ``saturated_rate``, every request issued at once)."""
-        done = np.isfinite(record.finish_s)
-        if not done.any():
-            return None
-        arrival = np.asarray(record.arrivals.arrival_s, dtype=float)
-        start, last = float(np.min(arrival)), float(np.max(record.finish_s[done]))
-        tokens = float(np.mean(record.arrivals.output_tokens[done]))
-        n = int(done.sum())
-        gap = (float(np.max(arrival)) - start) / max(len(arrival) - 1, 1)
-        rate = saturated_rate(record) if served_tokens_per_s is None else served_tokens_per_s
-        if not rate > 0:  # every request admitted at once: no saturated stretch, the run's own
-            rate = n * tokens / (last - start) if last > start else math.nan
-        per = max(gap, tokens / rate) if rate > 0 else math.nan
-        admitted = np.asarray(record.admitted_s, dtype=float)
-        drain = last - float(np.nanmax(admitted)) if np.isfinite(admitted).any() else 0.0
-        return cls(n, last - start, per, tokens, max(drain, 0.0))
-
-    def tokens_per_s(self, issued: int | None = None) -> float:
-        """LoadGen's throughput of a run of ``issued`` requests (None: this run's own)."""
-        n = self.requests if issued is None else issued
-        span = max(self.span_s + (n - self.requests) * self.per_request_s, self.drain_s)
-        return n * self.tokens_per_request / span if span > 0 else math.nan
 
 
 def _offline(case: LoadCase, inst, requests) -> Outcome:
@@ -336,14 +292,25 @@ def _offline(case: LoadCase, inst, requests) -> Outcome:
         if run.span is None:
             return Outcome(note="infeasible: no request of the run finished")
         whole = run.span.tokens_per_s(issued)
+        cut = (
+            {"ttft": math.nan, "ttft_p99": math.nan, "note": _part_run(issued, n)}
+            if issued > n
+            else {}
+        )
         return dataclasses.replace(
             _scaled(case, run.result),
-            throughput=case.replicas * whole,
+            throughput=(case.issued / issued if case.dataset else case.replicas) * whole,
             drain=whole * run.span.per_request_s / run.span.tokens_per_request,
+            **cut,  # a first token waits behind every request before it: the part run's is short
         )
     return dataclasses.replace(
         _scaled(case, run.result), throughput=case.replicas * run.saturated_tokens_per_s
     )
+
+
+def _part_run(issued: int, n: int) -> str:
+    """Why a TTFT of a run replayed in part is out of scope (its throughput extends; not it)."""
+    return f"out of scope: the TTFT of a run of {issued:,} requests queued at once (the replay runs {n:,})"
 
 
 @dataclass(frozen=True)
@@ -458,19 +425,6 @@ def handed_first_tokens(inst, record):
     first = np.where(np.isnan(record.first_token_s), sent, record.first_token_s)
     arrivals = dataclasses.replace(a, arrival_s=sent)
     return dataclasses.replace(record, arrivals=arrivals, first_token_s=first)
-
-
-def saturated_rate(record) -> float:
-    """Output tokens per second from t = 0 to the last admission: each request's first token
-    when it came, its others spread evenly from its first token to its last."""
-    end = float(np.nanmax(record.admitted_s))
-    first, last = record.first_token_s, record.finish_s
-    n_out = record.arrivals.output_tokens.astype(float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        share = np.where(last > first, (end - first) / (last - first), 1.0)
-    share = np.where(np.isfinite(share), np.clip(share, 0.0, 1.0), 0.0)
-    done = np.where(first <= end, 1.0 + share * (n_out - 1.0), 0.0)
-    return float(np.sum(done) / end) if end > 0 else math.nan
 
 
 def _closed(case: LoadCase, inst, requests) -> Outcome:
