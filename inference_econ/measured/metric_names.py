@@ -418,10 +418,10 @@ _NAMED_UNIT = re.compile(
 
 def row_metric(name: str, unit: str) -> tuple[Metric | None, str]:
     """(metric, unit) of a row: ``metric_of`` its name, its unit as given or, where the unit
-    cell is blank, as its name writes it ("Throughput (tok/s/GPU)", vLLM's "p99_ttft_ms"); a throughput whose unit is
-    per user ("tok/s/user", "TPS/user") is the speed of one request (``user_speed``), and a
-    bare "Throughput" counts what its unit counts (requests in "req/s", input and output
-    tokens in "tok/s (input+output)")."""
+    cell is blank, as its name writes it ("Throughput (tok/s/GPU)", vLLM's "p99_ttft_ms"); a
+    throughput whose unit is per user ("tok/s/user", "TPS/user") is the speed of one request
+    (``user_speed``), and a bare "Throughput" counts what its unit counts (requests in "req/s",
+    input and output tokens in "tok/s (input+output)")."""
     blank = not str(unit).strip() or str(unit).strip().lower() == "nan"
     found = _NAMED_UNIT.search(str(name)) if blank else None
     unit = found.group(1).strip() if found else unit

@@ -592,8 +592,10 @@ def _clients_per_gpu(rec, metric, gpus, where) -> tuple[dict, str | None]:
         if scenario not in sem.MLPERF_SCENARIOS:
             raise
         total = cell  # an MLPerf scenario's number is the engine's cap, whatever it restates
+    if total == cell:  # no count per GPU: the scenario as read
+        return rec, scenario
     read = sem.scenario_of({**rec, "batch_or_concurrency": total}, metric, context)
-    if total != cell and read not in sem.MLPERF_SCENARIOS:
+    if read not in sem.MLPERF_SCENARIOS:
         return {**rec, "batch_or_concurrency": total}, read
     return rec, scenario
 

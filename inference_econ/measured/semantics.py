@@ -264,8 +264,8 @@ _PER_GPU_BESIDE = re.compile(rf"^\s*{_NAMED}(\d[\d,]*)\s*\(\s*{_PER_GPU}\s*\)\s*
 def total_concurrency(cell, gpus: int | None, where: str = ""):
     """A ``batch_or_concurrency`` cell that gives its clients per GPU, as the run's total:
     "64 per GPU" on 8 GPUs is 512; "512 (64 per GPU)" is 512 where the two agree and refused
-    where they do not. Any other cell is returned as it is (MLPerf rows, whose numbers are
-    the engine's caps, do not come here)."""
+    where they do not. Any other cell is returned as it is (the reader keeps an MLPerf row's
+    cell, whose number is the engine's cap)."""
     text, _, rest = str(cell or "").partition(";")  # "64 per GPU; max_num_tokens 2048"
     rest = f";{rest}" if rest else ""
     alone, beside = _PER_GPU_ALONE.match(text), _PER_GPU_BESIDE.match(text)
