@@ -278,7 +278,17 @@ def _read_rows(folder: Path, name: str):
 
 def result_cases(rng: random.Random, quick: bool):
     """A vllm bench serve result, an aiperf result and the plan.json beside them, each number
-    of each file set to each hostile JSON value in turn (and a null worker)."""
+    of each file set to each hostile JSON value in turn (and a null worker); InferenceX's
+    collected summaries, each of their fields (numbers and names) likewise."""
+    summaries = json.loads((RESULTS / "inferencex" / "agg_bmk.json").read_text())
+    for path in [p for p, _ in _leaves(summaries)] + [
+        (i, k) for i, run in enumerate(summaries) for k, v in run.items() if isinstance(v, str)
+    ]:
+        for value in JSON_VALUES:
+            if quick and rng.random() < 0.9:
+                continue
+            yield (f"agg_bmk.json {path} = {value!r:.40}",
+                   lambda p=path, v=value: _one_file("agg_bmk.json", summaries, {}, "result", p, v))  # fmt: skip
     plan = json.loads((RESULTS / "plan.json").read_text())
     files = {
         "vllm-bench-rate.json": json.loads((RESULTS / "vllm-bench-rate.json").read_text()),

@@ -29,9 +29,11 @@ _VERSIONED = re.compile(
     re.IGNORECASE,
 )
 #: A container image named by its tag ("nvcr.io/nvidia/tensorrt-llm/release:1.0.0rc6",
-#: "vllm/vllm-openai:v0.10.2", "lmsysorg/sglang:v0.5.2-cu126"): the engine's release.
+#: "vllm/vllm-openai:v0.10.2", "lmsysorg/sglang:v0.5.2-cu126"): the engine's release. NVIDIA
+#: Dynamo's runtime images ("ai-dynamo/tensorrtllm-runtime:0.8.1") are tagged with Dynamo's
+#: release, not the engine's: no version.
 _IMAGE = re.compile(
-    r"(?P<name>\bvllm|\bsglang|tensorrt[-_]?llm|\btrtllm)[\w./-]*:v?"
+    r"(?<!dynamo/)(?P<name>\bvllm|\bsglang|tensorrt[-_]?llm|\btrtllm)[\w./-]*:v?"
     r"(?P<version>\d+(?:\.\d+)+(?:(?:rc|post|dev)\d*|\.post\d+)*)",
     re.IGNORECASE,
 )

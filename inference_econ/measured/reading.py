@@ -257,7 +257,7 @@ def load_measured(path: str | Path, stated: dict | None = None) -> list[Measured
         raise SpecError(  # JSON, but no tool's result: not "columns missing" of a CSV
             str(path),
             "",
-            "is JSON, but not a result of vllm bench serve or aiperf",
+            "is JSON, but not a result of vllm bench serve, aiperf or InferenceX",
             "give a measured CSV (docs/user-guide.md, 'Measured results') or one of those "
             "tools' result files",
         )
@@ -491,7 +491,7 @@ def _problem(rec: dict, metric, value) -> str:
     if metric is None:
         return mn.why_not_read(rec["metric"])
     if value is None:
-        from .tool_results import UNUSABLE
+        from .result_fields import UNUSABLE
 
         raw = str(rec["value"])
         if raw.startswith(UNUSABLE):  # a benchmark tool's result row: its reader's own reason

@@ -7,7 +7,9 @@ Read, recognised by their content (not their name):
   the keys of ``vllm/benchmarks/serve.py`` (``completed``, ``output_throughput``,
   ``mean_tpot_ms``, ``request_rate``, ``max_concurrency``, ...);
 * ``aiperf profile`` ``profile_export_aiperf.json``: its metrics (``{"unit", "avg", ...}``)
-  and ``input_config`` (the phase's concurrency or request rate).
+  and ``input_config`` (the phase's concurrency or request rate);
+* InferenceX's run summaries, one or a JSON list of them (``inferencex``), which name their
+  GPU, layout and engine themselves.
 
 A result file does not name the GPU or the layout. They come from the ``ie_*`` keys an
 exported ``vllm bench serve --metadata`` writes into the file, else from the ``plan.json`` an
@@ -18,7 +20,7 @@ A run at a fixed concurrency C is a closed loop of C clients. A run at a Poisson
 as a closed loop at its mean requests in flight, by Little's law: completed requests per
 second x mean end-to-end latency (the notes of each row say so).
 
-Every number is read by ``_number``. A field of the wrong JSON type (a list, an object,
+Every number is read by ``number``. A field of the wrong JSON type (a list, an object,
 true/false, words where a number is; a string where a section is) is the file's error: one
 line naming the file and the field. A number of the right type the rows cannot use (NaN, not
 positive, a length not given) makes the rows it feeds ``unresolved`` with the field as the
@@ -36,6 +38,16 @@ import pandas as pd
 
 from ..errors import SpecError, short
 from ..specs.inputs import NotJSON, parse_json, read_json, read_text
+from .inferencex import inferencex_rows, is_inferencex
+from .result_fields import (
+    Unusable,
+    checked,
+    number,
+    rows_of,
+    section,
+    unresolved_rows,
+    usable,
+)
 
 #: How far up from a result file a plan.json is looked for (aiperf writes into a subfolder).
 PLAN_LEVELS = 3
@@ -58,20 +70,23 @@ def tool_frame(path) -> pd.DataFrame | None:
     path = Path(path)
     text = read_text(path)
     stripped = text.lstrip()
-    if not stripped.startswith("{"):
+    if not stripped.startswith(("{", "[")):
         return None
     runs = _json_runs(stripped, path)
     if runs is None:
         return None
+    listed = stripped.startswith("[")  # a JSON list (InferenceX's collected summaries)
     parts, completed = [], False
     for i, run in enumerate(runs):
         at = f"run {i + 1}." if len(runs) > 1 else ""  # a field's name in the file's errors
-        if _is_vllm(run):
+        if is_inferencex(run):
+            rows, ran = inferencex_rows(run, path, i, f"[{i}]." if listed else ""), True
+        elif _is_vllm(run):
             rows, ran = _vllm_rows(run, path, i, at)
         elif _is_aiperf(run):
             rows, ran = _aiperf_rows(run, path, at), True
         else:
-            return None if len(runs) == 1 else _unknown(path, i)
+            return None if len(runs) == 1 or (listed and not i) else _unknown(path, i)
         parts.append(rows)
         completed = completed or (ran and bool(rows))
     if not completed:  # (a run of no completed request beside others: its rows unresolved)
@@ -83,10 +98,13 @@ def tool_frame(path) -> pd.DataFrame | None:
 
 
 def _json_runs(text: str, path: Path):
-    """One JSON object, or one per line (vLLM's --append-result); None: not JSON objects.
+    """One JSON object, a list of them (InferenceX's collected summaries), or one per line
+    (vLLM's --append-result); None: not JSON objects.
     JSON the parser cannot take (nested too deeply) is one error (``inputs.parse_json``)."""
     try:
         data = parse_json(text, str(path))
+        if isinstance(data, list) and data and all(isinstance(d, dict) for d in data):
+            return data
         return [data] if isinstance(data, dict) else None
     except NotJSON:
         pass
@@ -110,7 +128,7 @@ def _unknown(path: Path, i: int):
     raise SpecError(
         str(path),
         f"run {i + 1}",
-        "is not a vllm bench serve or aiperf result",
+        "is not a vllm bench serve, aiperf or InferenceX result",
         "give one tool's runs per file",
     )
 
@@ -141,9 +159,9 @@ def _plan_context(path: Path) -> dict:
                 return {}
             if not isinstance(data, dict) or "engine_version" not in data:
                 return {}
-            workers = _section(data.get("workers"), plan, "workers", list) or [{}]
+            workers = section(data.get("workers"), plan, "workers", list) or [{}]
             for k, w in enumerate(workers):
-                if _section(w, plan, f"workers[{k}]", dict) is None:
+                if section(w, plan, f"workers[{k}]", dict) is None:
                     raise SpecError(
                         str(plan), f"workers[{k}]", "is null", "write it again with export"
                     )
@@ -190,7 +208,7 @@ def _plan_count(worker: dict, key: str, default: int, plan: Path, at: str) -> in
     """A worker's whole count (instances, GPUs) from an export's plan.json: a count that is
     not a whole number is the plan's error (its file and field), never a traceback."""
     field = f"{at}.{key}"
-    value = _number(worker.get(key, default), plan, field, zero=True)
+    value = number(worker.get(key, default), plan, field, zero=True)
     if value is None or value != int(value):
         raise SpecError(
             str(plan),
@@ -237,7 +255,7 @@ def _base(run: dict, path: Path, tool: str, model_text: str) -> tuple[dict, str]
         "precision": ctx.get("precision", ""),
         "engine": ctx.get("engine", ""),
         "disaggregated": ctx.get("disaggregated", ""),
-        "notes": ctx.get("stated", ""),  # the plan's, ahead of each row's own (``_rows``)
+        "notes": ctx.get("stated", ""),  # the plan's, ahead of each row's own (``rows_of``)
         "scenario": "closed_loop",
         "source": f"{tool} result {path.name}",
         "source_group": f"{tool} {path.name}",
@@ -248,93 +266,16 @@ def _base(run: dict, path: Path, tool: str, model_text: str) -> tuple[dict, str]
     )
 
 
-class _Unusable(SpecError):
-    """A number of the right type that the rows cannot use (NaN, an infinity, not above zero,
-    not given): the rows it feeds are read as ``unresolved`` with this reason, and the file's
-    other rows go on. Every other ``SpecError`` of this module (a number written as a list or
-    as words, a section that is not an object) is the file's: one line, exit 2."""
-
-
-def _number(
-    value,
-    path: Path,
-    field: str,
-    *,
-    zero: bool = False,
-    infinite: bool = False,
-    required: bool = False,
-) -> float | None:
-    """The one place a result file's numbers are read: ``value`` (as the JSON holds it) as a
-    float, None when it is absent or null. Anything but a number (a list, an object,
-    true/false, text that is not a number) is the file's error, naming ``path`` and
-    ``field``; NaN, an infinity (unless ``infinite``), a number not above zero (below zero
-    with ``zero``) or, when ``required``, no number at all is ``_Unusable``."""
-    if value is None:
-        if required:
-            raise _Unusable(str(path), field, "is not given", "the tool writes it: rerun it")
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise SpecError(str(path), field, f"expected a number, got {short(value)}", _AS_WRITTEN)
-    try:
-        number = float(value)
-    except ValueError:
-        raise SpecError(
-            str(path), field, f"expected a number, got {short(value)}", _AS_WRITTEN
-        ) from None
-    except OverflowError:  # a whole number beyond a float's range
-        number = math.inf if value > 0 else -math.inf  # copysign would overflow again
-    bound = ">= 0" if zero else "> 0"
-    if math.isnan(number) or (math.isinf(number) and not infinite):
-        raise _Unusable(str(path), field, f"is {short(value)}", f"expected a finite number {bound}")
-    if number < 0 or (number == 0 and not zero):
-        raise _Unusable(str(path), field, f"is {short(value)}", f"expected a number {bound}")
-    return number
-
-
-#: The fix of a field of the wrong type: the tools write numbers as JSON numbers.
-_AS_WRITTEN = "give the file as the tool wrote it: a JSON number"
-
-
-def _section(value, path: Path, field: str, kind: type):
-    """A part of a result file that must be a JSON object (``dict``) or array (``list``);
-    None when absent or null. Any other type is the file's error."""
-    if value is None or isinstance(value, kind):
-        return value
-    word = "an object" if kind is dict else "a list"
-    raise SpecError(
-        str(path),
-        field,
-        f"expected {word}, got {short(value)}",
-        "give the file as the tool wrote it",
-    )
-
-
-def _checked(read, *args, **kwargs):
-    """``read(*args, **kwargs)``, or the ``_Unusable`` it raised (kept, so every field is read
-    and a field of the wrong type is the file's error, whichever field is unusable first)."""
-    try:
-        return read(*args, **kwargs)
-    except _Unusable as exc:
-        return exc
-
-
-def _usable(value):
-    """A value of ``_checked``; its ``_Unusable`` raised (the rows it feeds are unresolved)."""
-    if isinstance(value, _Unusable):
-        raise value
-    return value
-
-
 def _loop(concurrency, rate, req_per_s, e2e_s) -> tuple[str, str]:
     """(concurrency, note) of a run: its closed-loop clients, or Little's law for a rate.
-    The figures are ``_checked`` values: one the run uses and cannot is ``_Unusable``."""
-    concurrency = _usable(concurrency)
+    The figures are ``checked`` values: one the run uses and cannot is ``Unusable``."""
+    concurrency = usable(concurrency)
     if concurrency:
         return f"{concurrency:g}", f"closed loop of {concurrency:g} clients"
-    rate = _usable(rate)
+    rate = usable(rate)
     if rate is None:
         return "", "the run states neither a concurrency nor a rate with its latency"
-    req_per_s, e2e_s = _usable(req_per_s), _usable(e2e_s)
+    req_per_s, e2e_s = usable(req_per_s), usable(e2e_s)
     if req_per_s is None or e2e_s is None:
         return "", "the run states neither a concurrency nor a rate with its latency"
     c = req_per_s * e2e_s
@@ -344,76 +285,13 @@ def _loop(concurrency, rate, req_per_s, e2e_s) -> tuple[str, str]:
     )
 
 
-def _rows(
-    base: dict,
-    metrics: list,
-    lengths: tuple,
-    concurrency: str,
-    note: str,
-    where: str,
-    requests: float | None = None,
-) -> list:
-    """The run's rows, one per metric it measured (``metrics``: (metric, ``_checked`` value,
-    unit)); a value it cannot use is its row's unresolved reason. ``requests``: how many the
-    run completed (its replay draws as many: a closed loop's figures depend on its length)."""
-    n_in, n_out = lengths
-    out = []
-    for metric, value, unit in metrics:
-        row = {
-            **base,
-            "metric": metric,
-            "unit": unit,
-            "batch_or_concurrency": concurrency,
-            "input_len": f"{n_in:.6g}",
-            "output_len": f"{n_out:.6g}",
-            "notes": "; ".join(x for x in (base.get("notes"), note) if x)
-            + f"; context from {where}",
-        }
-        if requests:
-            row["requests"] = f"{requests:.0f}"
-        if isinstance(value, _Unusable):
-            row.update(value=_reason(value), notes=f"{_reason(value)}; context from {where}")
-        else:
-            row["value"] = f"{value:.6g}"
-        out.append(row)
-    return out
-
-
-def _unresolved_rows(base: dict, metrics: list, why: _Unusable, where: str) -> list:
-    """The rows of a run whose lengths or load cannot be read: each is unresolved with
-    ``why`` (the measured CSV reader reads the text in its value as the row's reason)."""
-    text = _reason(why)
-    return [
-        {
-            **base,
-            "metric": metric,
-            "unit": unit,
-            "value": text,
-            "notes": f"{text}; context from {where}",
-        }
-        for metric, _, unit in metrics
-    ]
-
-
-#: How a result row states why a field cannot be used, in place of its value: the
-#: measured-rows reader (``reading``) makes the row unresolved with that reason.
-UNUSABLE = "unusable: "
-
-
-def _reason(exc: SpecError) -> str:
-    """An unusable field as the text of its row's value: the measured-rows reader makes it the
-    row's status (``unresolved: <field> <problem>``)."""
-    fix = f" ({exc.fix})" if exc.fix else ""
-    return f"{UNUSABLE}{exc.field} {exc.problem}{fix}"
-
-
 #: vLLM's figures the rows are: (metric, key, unit).
 VLLM_METRICS = (
     ("throughput", "output_throughput", "tokens/s"),
     ("mean_TPOT", "mean_tpot_ms", "ms"),
     ("ITL_mean", "mean_itl_ms", "ms"),
 )
-#: vLLM's figures of a run's lengths and load, and how ``_number`` reads each.
+#: vLLM's figures of a run's lengths and load, and how ``number`` reads each.
 VLLM_RUN = {
     "completed": {"zero": True},
     "total_input_tokens": {"required": True},
@@ -430,11 +308,10 @@ def _vllm_rows(run: dict, path: Path, i: int, at: str) -> tuple[list, bool]:
     """The rows of one ``vllm bench serve`` run (``at``: its fields' prefix, "run 3." in a
     file of several), and whether it completed a request (if not, its rows are unresolved)."""
     got = {
-        key: _checked(_number, run.get(key), path, at + key, **opts)
-        for key, opts in VLLM_RUN.items()
+        key: checked(number, run.get(key), path, at + key, **opts) for key, opts in VLLM_RUN.items()
     }
     metrics = [
-        (metric, _checked(_number, run.get(key), path, at + key), unit)
+        (metric, checked(number, run.get(key), path, at + key), unit)
         for metric, key, unit in VLLM_METRICS
         if run.get(key) is not None
     ]
@@ -442,17 +319,17 @@ def _vllm_rows(run: dict, path: Path, i: int, at: str) -> tuple[list, bool]:
     if i:
         base["source"] += f" run {i + 1}"
     if got["completed"] is None or got["completed"] == 0:
-        why = _Unusable(
+        why = Unusable(
             str(path),
             at + "completed",
             f"is {short(run.get('completed'))}: the run completed no request",
             "rerun the benchmark",
         )
-        return _unresolved_rows(base, metrics, why, where), False
+        return unresolved_rows(base, metrics, why, where), False
     try:
-        done = _usable(got["completed"])
-        n_in = _usable(got["total_input_tokens"]) / done
-        n_out = _usable(got["total_output_tokens"]) / done
+        done = usable(got["completed"])
+        n_in = usable(got["total_input_tokens"]) / done
+        n_out = usable(got["total_output_tokens"]) / done
         rate = got["request_rate"]
         if rate is None or (isinstance(rate, float) and math.isinf(rate)):
             conc, note = _loop(got["max_concurrency"], None, None, None)
@@ -460,39 +337,39 @@ def _vllm_rows(run: dict, path: Path, i: int, at: str) -> tuple[list, bool]:
             e2e_ms, ttft = got["mean_e2el_ms"], got["mean_ttft_ms"]
             tpot = {m: v for m, v, _ in metrics}.get("mean_TPOT")
             if e2e_ms is None and ttft is not None and tpot is not None:
-                e2e_ms = _usable(ttft) + _usable(tpot) * max(n_out - 1.0, 0.0)
-            e2e_s = _usable(e2e_ms) / 1e3 if e2e_ms is not None else None
+                e2e_ms = usable(ttft) + usable(tpot) * max(n_out - 1.0, 0.0)
+            e2e_s = usable(e2e_ms) / 1e3 if e2e_ms is not None else None
             conc, note = _loop(None, rate, got["request_throughput"], e2e_s)
-    except _Unusable as why:
-        return _unresolved_rows(base, metrics, why, where), True
-    rows = _rows(base, metrics, (n_in, n_out), conc, f"vllm bench serve: {note}", where, done)
+    except Unusable as why:
+        return unresolved_rows(base, metrics, why, where), True
+    rows = rows_of(base, metrics, (n_in, n_out), conc, f"vllm bench serve: {note}", where, done)
     return rows, True
 
 
 def _avg(run: dict, key: str, path: Path, at: str, **opts):
-    """The ``avg`` of one of aiperf's metrics (``{"unit", "avg", ...}``), ``_checked``."""
-    metric = _section(run.get(key), path, at + key, dict) or {}
-    return _checked(_number, metric.get("avg"), path, f"{at}{key}.avg", **opts)
+    """The ``avg`` of one of aiperf's metrics (``{"unit", "avg", ...}``), ``checked``."""
+    metric = section(run.get(key), path, at + key, dict) or {}
+    return checked(number, metric.get("avg"), path, f"{at}{key}.avg", **opts)
 
 
 def _aiperf_rows(run: dict, path: Path, at: str) -> list:
     """The rows of one ``aiperf profile`` export."""
-    config = _section(run.get("input_config"), path, at + "input_config", dict) or {}
+    config = section(run.get("input_config"), path, at + "input_config", dict) or {}
     where_cfg = at + "input_config"
-    models = _section(config.get("models"), path, f"{where_cfg}.models", dict) or {}
-    items = _section(models.get("items"), path, f"{where_cfg}.models.items", list) or [{}]
-    first = _section(items[0], path, f"{where_cfg}.models.items[0]", dict) or {}
+    models = section(config.get("models"), path, f"{where_cfg}.models", dict) or {}
+    items = section(models.get("items"), path, f"{where_cfg}.models.items", list) or [{}]
+    first = section(items[0], path, f"{where_cfg}.models.items[0]", dict) or {}
     model = first.get("name", "")
     phases = []
-    for k, p in enumerate(_section(config.get("phases"), path, f"{where_cfg}.phases", list) or []):
-        p = _section(p, path, f"{where_cfg}.phases[{k}]", dict)
+    for k, p in enumerate(section(config.get("phases"), path, f"{where_cfg}.phases", list) or []):
+        p = section(p, path, f"{where_cfg}.phases[{k}]", dict)
         if p is not None and p.get("kind", "profiling") == "profiling":
             phases.append((k, p))
     k, phase = phases[0] if phases else (0, {})
     at_phase = f"{where_cfg}.phases[{k}]."
     rate_key = "request_rate" if phase.get("request_rate") is not None else "rate"
-    rate = _checked(_number, phase.get(rate_key), path, at_phase + rate_key)
-    concurrency = _checked(_number, phase.get("concurrency"), path, at_phase + "concurrency")
+    rate = checked(number, phase.get(rate_key), path, at_phase + rate_key)
+    concurrency = checked(number, phase.get("concurrency"), path, at_phase + "concurrency")
     n_in = _avg(run, "input_sequence_length", path, at, required=True)
     n_out = _avg(run, "output_sequence_length", path, at, required=True)
     req_per_s = _avg(run, "request_throughput", path, at)
@@ -510,15 +387,15 @@ def _aiperf_rows(run: dict, path: Path, at: str) -> list:
     ]
     base, where = _base(run, path, f"aiperf {run.get('aiperf_version', '')}".strip(), str(model))
     try:
-        lengths = (_usable(n_in), _usable(n_out))
+        lengths = (usable(n_in), usable(n_out))
         conc, note = _loop(
             concurrency if rate is None else None,
             rate,
             req_per_s,
             latency if not isinstance(latency, float) else latency / 1e3,
         )
-    except _Unusable as why:
-        return _unresolved_rows(base, metrics, why, where)
+    except Unusable as why:
+        return unresolved_rows(base, metrics, why, where)
     # a whole count of at least one (an unusable one, or none: the replay's own count)
     done = count if isinstance(count, float) and count >= 1 and count.is_integer() else None
-    return _rows(base, metrics, lengths, conc, f"aiperf profile: {note}", where, done)
+    return rows_of(base, metrics, lengths, conc, f"aiperf profile: {note}", where, done)
