@@ -578,7 +578,9 @@ def test_a_json_that_is_no_tools_result_is_left_to_the_csv_reader(tmp_path):
     other.write_text('{"a": 1}')
     assert tool_frame(other) is None
     # it was "cannot read the CSV: Error tokenizing data. C error: ..." with no fix
-    with pytest.raises(SpecError, match="is JSON, but not a result of vllm bench serve, aiperf or InferenceX"):
+    with pytest.raises(
+        SpecError, match="is JSON, but not a result of vllm bench serve, aiperf or InferenceX"
+    ):
         load_measured(other)
     other.write_text('{\n "model_type": "llama",\n "hidden_size": 4096\n}\n')  # a config.json
     with pytest.raises(SpecError, match="give a measured CSV"):
