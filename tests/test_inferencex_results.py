@@ -304,3 +304,80 @@ def test_a_field_of_the_wrong_type_is_the_files_one_line_error(tmp_path, change,
     result = CliRunner().invoke(main, ["compare-measured", str(path)])
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
     assert field in result.output and "agg_bmk.json" in result.output
+
+
+def layout_of(rows, i):
+    lay = next(r for r in rows if f"[{i}]" in r.source).layout
+    return (lay.tensor, lay.pipeline, lay.expert, lay.attention_ranks, lay.replicas)
+
+
+def test_layouts_are_read_as_each_engine_ran_them(tmp_path):
+    vllm_dep = {**VLLM, "dp_attention": "true", "tp": 8}  # --data-parallel-size 8, experts TP
+    dynamo_vllm = {  # decode ranks of TP1 over EP8's GPUs (num_decode_gpu / workers)
+        **DYNAMO, "framework": "dynamo-vllm", "decode_tp": 1, "decode_ep": 8,
+        "prefill_tp": 1, "prefill_ep": 4,
+    }  # fmt: skip
+    site_pp = {**SITE, "metrics": {**SITE["metrics"], "pp": 2}}  # the site files pp as a figure
+    runs = [vllm_dep, dynamo_vllm, site_pp, {**VLLM, "ep": 1}, {**VLLM, "tp": 4, "ep": 4}]
+    rows = load_measured(write(tmp_path, runs))
+    assert all(r.ok for r in rows), {r.status for r in rows if not r.ok}
+    assert layout_of(rows, 0) == (8, 1, 1, 8, 1)
+    assert layout_of(rows, 1) == (8, 1, 8, 8, 1)
+    pools = next(r for r in rows if "[1]" in r.source)
+    assert (pools.prefill_layout.tensor, pools.prefill_layout.attention_ranks) == (4, 4)
+    assert layout_of(rows, 2)[:2] == (4, 2) and {r.gpus for r in rows if "[2]" in r.source} == {8}
+    assert layout_of(rows, 3) == (2, 1, 1, 1, 1)  # a stated EP1: experts not split
+    assert layout_of(rows, 4) == (4, 1, 4, 1, 1)
+
+
+def test_summaries_that_do_not_record_their_layout_say_so(tmp_path):
+    old_disagg = {  # a raw summary of 2025-11: tp over all GPUs, no workers' layouts
+        **{k: v for k, v in DYNAMO.items() if not k.startswith(("prefill_", "decode_"))},
+        "tp": 12, "mtp": "off",
+    }  # fmt: skip
+    del old_disagg["is_multinode"]
+    site_old = {**SITE, "framework": "dynamo-trt", "disagg": True, "is_multinode": False}
+    runs = [
+        old_disagg,
+        site_old,
+        {**SITE, "framework": "trt", "date": "2025-10-20"},
+        {**SITE, "metrics": {**SITE["metrics"], "dcp_size": 8}},
+        {**DYNAMO, "decode_pcp_size": 2},
+        {**DYNAMO, "num_prefill_gpu": 8},  # one prefill worker of TP4 on 8 GPUs
+        {**SGLANG, "scenario_type": "agentic-coding"},
+        {**SGLANG, "conc": 6.5},
+        {**SGLANG, "isl": 1e200},
+        {**SGLANG, "mtp": "on", "spec_decoding": None},
+        {**DYNAMO, "prefill_hw": "gb200-nv_0", "decode_hw": "gb200-nv_1"},
+    ]
+    rows = load_measured(write(tmp_path, runs))
+    status = {i: {r.status for r in rows if f"[{i}]" in r.source} for i in range(len(runs))}
+    expected = {
+        0: "older than the workers' layouts",
+        1: "placeholders",
+        2: "chose expert and attention parallelism",
+        3: "dcp_size is 8",
+        4: "decode_pcp_size is 2",
+        5: "each worker has 8 GPUs",
+        6: "agentic-coding",
+        7: "conc is 6.5",
+        8: "isl is 1e+200",
+        9: "speculative decoding",
+    }
+    for i, words in expected.items():
+        assert all(words in s for s in status[i]), (i, status[i])
+    assert status[10] == {"ok"}  # two runners of one GPU
+
+
+@pytest.mark.parametrize(
+    ("runs", "field"),
+    [
+        ([SGLANG, {**SGLANG, "dp_attention": [True]}], "[1].dp_attention"),
+        ([SGLANG, None], "[1]"),
+        ([SGLANG, {"completed": 1, "output_throughput": 1.0, "backend": "vllm"}], "[1]"),
+    ],
+)
+def test_a_list_item_or_switch_that_is_not_a_summarys_is_the_files_error(tmp_path, runs, field):
+    with pytest.raises(SpecError) as err:
+        load_measured(write(tmp_path, runs))
+    assert err.value.field == field

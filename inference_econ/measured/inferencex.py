@@ -3,7 +3,7 @@ writes of each run (``utils/process_result.py``, ``agg_<run>.json``), a list of 
 (``utils/collect_results.py``), or the same with the figures under ``metrics`` (the rows of its
 results site). Recognised by their content: ``hw`` (or ``hardware``) and ``conc``.
 
-A summary names everything a row needs: the model (``model``, else ``infmax_model_prefix``), the
+A summary names everything a row needs: the model (``infmax_model_prefix``, else ``model``), the
 runner (``hw``: "h200", "b200-nscale", "cluster:gb200-nv"; its GPU is the name before the
 site), the layout (``tp``, ``ep``, ``dp_attention``, ``pp``; disaggregated runs their
 ``prefill_*`` and ``decode_*`` workers), the precision, the framework and its container image
@@ -17,8 +17,8 @@ What it leaves out is the harness's (github.com/SemiAnalysisAI/InferenceX, read 
   loop of ``conc`` clients (``--request-rate inf --max-concurrency CONC``), after 2 x CONC
   warm-up requests the figures leave out.
 
-Throughputs are per GPU as the harness divides them: a single-node run's by its
-tp x pp x pcp GPUs; a disaggregated run's output by its decode GPUs, input by its prefill GPUs
+Throughputs are per GPU as the harness divides them: a single-node run's by its tp x pp GPUs
+(prompt context parallelism, ``pcp_size`` above 1, is not modelled); a disaggregated run's output by its decode GPUs, input by its prefill GPUs
 and total by all (``tput_per_gpu`` of summaries older than ``is_multinode``, which divided by a
 count it does not state, is left out). Latencies are in seconds. ``*_intvty`` is 1000 / TPOT in
 ms, the TPOT rows restated (a "p99" of it is the 99th percentile TPOT's, not a speed's), and
@@ -32,12 +32,15 @@ import re
 from pathlib import Path
 
 from ..errors import SpecError, short
+from ..settings import MAX_TOKENS
 from .result_fields import Unusable, checked, number, rows_of, section, unresolved_rows
 
 #: The harness's lengths: uniform from int(RANGE_RATIO x L) to L (benchmark-tmpl.yml).
 RANGE_RATIO = 0.8
 #: Requests a single-node run sends per client (``--num-prompts $((CONC * 10))``).
 PROMPTS_PER_CLIENT = 10
+#: The most clients a run is read with: its requests stay within the measured format's 10^9.
+MAX_CLIENTS = 1e8
 #: InferenceX runner names (``configs/runners.yaml``: the part before a site, "-cw", "-nb",
 #: "-dgxc", "-nscale", "-multinode", "-disagg") -> the catalog's GPU.
 RUNNERS = {
@@ -60,6 +63,11 @@ MODELS = {
     "gptoss120b": "gpt-oss-120b",
     "llama70b": "Llama 3.3 70B",
 }
+#: Sizes the results site keeps under ``metrics``, its configurations having no column for
+#: them (InferenceX-app ``benchmark-mapper.ts``: keys outside NON_METRIC_KEYS are figures).
+SITE_SIZES = tuple(
+    f"{role}{key}" for role in ("", "prefill_", "decode_") for key in ("pp", "dcp_size", "pcp_size")
+)
 #: InferenceX frameworks -> the engine that runs the model (Dynamo and llm-d route to it).
 FRAMEWORKS = {
     "vllm": "vllm",
@@ -88,6 +96,11 @@ def inferencex_rows(run: dict, path: Path, i: int, at: str) -> list:
     figures = section(run.get("metrics"), path, at + "metrics", dict)
     inner = at + "metrics." if figures is not None else at
     figures = run if figures is None else figures
+    if "hw" not in run:  # the site files a run's pipeline and context-parallel sizes as figures
+        sizes = {k: figures[k] for k in SITE_SIZES if k in figures}
+        if "pp" in sizes and "tp" not in run:  # a single node's, whose layout is decode_*
+            sizes.setdefault("decode_pp", sizes["pp"])
+        run = {**sizes, **run}
     base, why = _base(run, path, i, at)
     disaggregated = base["disaggregated"] == "true"
     metrics = _metrics(run, figures, path, inner, disaggregated)
@@ -97,9 +110,12 @@ def inferencex_rows(run: dict, path: Path, i: int, at: str) -> list:
         n_in = _lengths(run, "isl", path, at)
         n_out = _lengths(run, "osl", path, at)
         clients = number(run.get("conc"), path, at + "conc", required=True)
+        assert clients is not None  # (``required``)
+        if clients != int(clients) or clients > MAX_CLIENTS:
+            raise Unusable(str(path), at + "conc", f"is {short(run.get('conc'))}",
+                           f"a whole number of clients up to {MAX_CLIENTS:g}")  # fmt: skip
     except Unusable as exc:
         return unresolved_rows(base, metrics, exc, "the summary")
-    assert clients is not None  # (``required``)
     requests = None if disaggregated else PROMPTS_PER_CLIENT * clients
     note = (
         f"InferenceX: closed loop of {clients:g} clients, lengths uniform from "
@@ -111,10 +127,13 @@ def inferencex_rows(run: dict, path: Path, i: int, at: str) -> list:
 def _lengths(run: dict, key: str, path: Path, at: str) -> str:
     """A length as the harness draws it from ``run[key]`` = L: uniform whole numbers from
     int(0.8 L) to L, written as its mean and standard deviation ("921.5 mean (sd 59.5)")."""
-    top = number(run.get(key), path, at + key, required=True)
-    assert top is not None  # (``required``)
-    if top != int(top):
-        raise Unusable(str(path), at + key, f"is {short(run.get(key))}", "a whole number")
+    if run.get(key) is None:  # summaries before 2025-11-21 give the lengths in their name only
+        raise Unusable(str(path), at + key, "is not given", "add isl and osl as the run used them")
+    top = number(run.get(key), path, at + key)
+    assert top is not None
+    if top != int(top) or top > MAX_TOKENS:
+        raise Unusable(str(path), at + key, f"is {short(run.get(key))}",
+                       f"a whole number of tokens up to {MAX_TOKENS:g}")  # fmt: skip
     low = int(top * RANGE_RATIO)
     n = top - low + 1
     return f"{(low + top) / 2:.10g} mean (sd {math.sqrt((n * n - 1) / 12):.4g})"
@@ -168,25 +187,49 @@ def _count(run: dict, key: str, path: Path, at: str) -> int:
     return int(value)
 
 
-def _flag(value) -> bool:
-    """A harness switch as the summary writes it: true/false, or the text of one."""
-    return value is True or str(value).strip().lower() in ("true", "1", "yes")
+def _flag(run: dict, key: str, path: Path, at: str) -> bool:
+    """A harness switch as the summary writes it: true/false, the text of one, or 0/1 (absent:
+    off); anything else is the file's error."""
+    value = run.get(key)
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    word = str(value).strip().lower() if isinstance(value, (str, int)) else None
+    if word in ("true", "1", "yes", "on"):
+        return True
+    if word in ("false", "0", "no", "off", ""):
+        return False
+    raise SpecError(str(path), at + key, f"expected true or false, got {short(value)}", _AS_WRITTEN)
 
 
-def _layout(run: dict, prefix: str, engine: str, where: tuple) -> tuple[str, int]:
-    """One worker's layout in the measured format's words and its GPUs (``where``: the
-    file and the run's prefix, for a count's errors)."""
+#: The fix of a field the harness writes otherwise.
+_AS_WRITTEN = "give the summary as the harness wrote it"
+
+
+def _worker(run: dict, prefix: str, engine: str, gpus: int, where: tuple) -> str:
+    """One worker's layout in the measured format's words, on ``gpus`` GPUs (a multi-node
+    worker's share of its pool; 0: a single node's tp x pp). With attention DP each rank
+    attends alone (SGLang ``--tp N --dp N``, TensorRT-LLM ``enable_attention_dp``, vLLM
+    ``--data-parallel-size N``), or on ranks of vLLM's ``tp`` where it states one; its experts
+    split ``ep`` ways (EP1: tensor-parallel experts, as vLLM runs them without
+    ``--enable-expert-parallel``)."""
     tp, ep = _count(run, prefix + "tp", *where), _count(run, prefix + "ep", *where) or 1
     pp = _count(run, prefix + "pp", *where) or 1
-    dp_attention = _flag(run.get(prefix + "dp_attention"))
-    split = f"TP{tp}" + (f"PP{pp}" if pp > 1 else "")
-    if dp_attention and engine == "vllm":
-        text = f"DP{tp} EP{ep}"  # --data-parallel-size TP --enable-expert-parallel
-    elif dp_attention:
-        text = f"{split} (EP{ep}, attn-DP)"  # every GPU attends alone
-    else:
-        text = f"{split} EP{ep}" if ep > 1 else split
-    return text, tp * pp
+    attention_dp = _flag(run, prefix + "dp_attention", *where)
+    size = gpus // pp if gpus else tp  # the tensor group of one pipeline stage
+    ranks_of_tp = attention_dp and engine == "vllm"  # vLLM's tp: each DP rank's, not the group's
+    if gpus and (gpus % pp or (size != tp and not ranks_of_tp)):
+        raise Unusable(
+            str(where[0]),
+            where[1] + prefix + "tp",
+            f"x pp is {tp * pp}, but each worker has {gpus} GPUs",
+            _AS_WRITTEN,
+        )
+    stage = f"TP{size}" + (f"PP{pp}" if pp > 1 else "")
+    if not attention_dp:
+        return f"{stage} EP{ep}"
+    if ranks_of_tp and 1 < tp < size:
+        return f"{stage} (EP{ep}, DP{size // tp} attn-DP)"
+    return f"{stage} (EP{ep}, attn-DP)"
 
 
 def _topology(run: dict, engine: str, where: tuple) -> tuple[str, int, int, bool]:
@@ -195,48 +238,60 @@ def _topology(run: dict, engine: str, where: tuple) -> tuple[str, int, int, bool
     no decode GPUs: its workers serve both). The results site's rows (``hardware`` for
     ``hw``) state a single-node run's layout as its ``decode_*`` fields."""
     site = "hw" not in run
-    multinode = _flag(run.get("is_multinode")) or (
-        _flag(run.get("disagg")) if site else "num_decode_gpu" in run
+    multinode = _flag(run, "is_multinode", *where) or (
+        _flag(run, "disagg", *where) if site else "num_decode_gpu" in run
     )
     if not multinode:
         prefix = "decode_" if site and "tp" not in run else ""
-        layout, gpus = _layout(run, prefix, engine, where)
-        return layout, gpus * (_count(run, "pcp_size", *where) or 1), 0, False
-    decode_gpus = _count(run, "num_decode_gpu", *where)
-    prefill, _ = _layout(run, "prefill_", engine, where)
-    workers = _count(run, "prefill_num_workers", *where) or 1
-    prefill += f" x{workers}" if workers > 1 else ""
-    if not decode_gpus:
-        return prefill, _count(run, "num_prefill_gpu", *where), 0, False
-    decode, _ = _layout(run, "decode_", engine, where)
-    count = _count(run, "decode_num_workers", *where) or 1
-    decode += f" x{count}" if count > 1 else ""
-    gpus = _count(run, "num_prefill_gpu", *where) + decode_gpus
-    return f"prefill: {prefill}; decode: {decode}", gpus, decode_gpus, True
+        tp, pp = _count(run, prefix + "tp", *where), _count(run, prefix + "pp", *where) or 1
+        layout = _worker(run, prefix, engine, 0, where)
+        return layout, tp * pp, 0, False
+    parts, counts = [], {}
+    for role in ("prefill", "decode"):
+        gpus = _count(run, f"num_{role}_gpu", *where)
+        workers = _count(run, f"{role}_num_workers", *where) or 1
+        counts[role] = gpus
+        if not gpus:
+            continue
+        if gpus % workers:
+            raise Unusable(
+                str(where[0]),
+                where[1] + f"num_{role}_gpu",
+                f"is {gpus}, not a whole number of GPUs for each of {workers} workers",
+                _AS_WRITTEN,
+            )
+        layout = _worker(run, f"{role}_", engine, gpus // workers, where)
+        parts.append((role, layout + (f" x{workers}" if workers > 1 else "")))
+    if not counts["decode"]:  # an aggregated run over several nodes: its workers serve both
+        return (parts[0][1] if parts else ""), counts["prefill"], 0, False
+    layout = "; ".join(f"{role}: {text}" for role, text in parts)
+    return layout, counts["prefill"] + counts["decode"], counts["decode"], True
 
 
 def _unreadable(run: dict, path: Path, at: str, gpus: int) -> Unusable | None:
-    """Why the model cannot read the run (None: it can): a trace replay, context parallelism
-    of the KV cache, pools on two kinds of GPU, or no GPUs stated."""
+    """Why the model cannot read the run (None: it can): a trace replay, context parallelism,
+    pools on two kinds of GPU, or no GPUs stated."""
 
     def why(key: str, problem: str, fix: str) -> Unusable:
         return Unusable(str(path), at + key, problem, fix)
 
-    kind = str(run.get("benchmark_type") or "").strip().lower()
-    if kind == "agentic_traces":
+    key = "benchmark_type" if run.get("benchmark_type") else "scenario_type"
+    kind = str(run.get(key) or "").strip().lower()
+    if "agentic" in kind:
         return why(
-            "benchmark_type",
-            "is agentic_traces: a trace replay, whose requests' lengths the summary does not give",
+            key,
+            f"is {kind}: a trace replay, whose requests' lengths the summary does not give",
             "compare its fixed-length runs",
         )
-    for key in ("dcp_size", "pcp_size", "prefill_dcp_size", "decode_dcp_size"):
+    for key in [f"{r}{k}" for r in ("", "prefill_", "decode_") for k in ("dcp_size", "pcp_size")]:
         if _count(run, key, path, at) > 1:
             return why(
                 key,
-                f"is {short(run.get(key))}: context parallelism of the KV cache is not modelled",
+                f"is {short(run.get(key))}: context parallelism (of the prompt or the KV cache) "
+                "is not modelled",
                 "compare runs without it",
             )
-    pools = {str(run.get(k) or "").lower() for k in ("prefill_hw", "decode_hw")} - {""}
+    pools = {_gpu_of(str(run.get(k) or "")) for k in ("prefill_hw", "decode_hw")} - {""}
     if len(pools) > 1:
         return why(
             "prefill_hw",
@@ -244,7 +299,46 @@ def _unreadable(run: dict, path: Path, at: str, gpus: int) -> Unusable | None:
             "a measured row names one GPU: compare runs on one",
         )
     if not gpus:
-        return why("tp", "states no GPUs", "give the summary as the harness wrote it")
+        return why("tp", "states no GPUs", _AS_WRITTEN)
+    return None
+
+
+#: The day InferenceX's TensorRT-LLM scripts began running the expert and attention layout
+#: they are given (17d5e204f, 2025-11-03); before, they chose it by concurrency themselves.
+STATED_LAYOUT_SINCE = "2025-11-03"
+
+
+def _unrecorded(run: dict) -> tuple[str, str, str] | None:
+    """(field, problem, fix) where the summary does not record the layout its run had: a raw
+    disaggregated summary older than per-worker fields (no ``prefill_tp``), a results-site row
+    of a disaggregated run stored before them (its worker fields the site's tp x ep
+    placeholders), or a site row of a TensorRT-LLM run whose script chose its layout."""
+    site = "hw" not in run
+    framework = str(run.get("framework") or "").lower()
+    pooled = framework.startswith("dynamo-") or framework in ("mori-sglang", "sglang-disagg")
+    newer = "compare newer runs"
+    if not site and "num_decode_gpu" in run and "prefill_tp" not in run:
+        return (
+            "num_decode_gpu",
+            "is given without prefill_tp: a summary older than the workers' layouts (2025-12), "
+            "which it does not record",
+            newer,
+        )
+    if site and (pooled or run.get("disagg") is True) and run.get("is_multinode") is not True:
+        return (
+            "is_multinode",
+            "is false for a disaggregated run: a results-site row stored before the workers' "
+            "layouts, whose worker fields are placeholders (tp x ep GPUs)",
+            newer,
+        )
+    date = run.get("date")
+    if site and framework == "trt" and isinstance(date, str) and date[:10] < STATED_LAYOUT_SINCE:
+        return (
+            "date",
+            f"is {date[:10]}: InferenceX's TensorRT-LLM scripts then chose expert and attention "
+            "parallelism by concurrency, which the row does not record",
+            newer,
+        )
     return None
 
 
@@ -254,19 +348,29 @@ def _base(run: dict, path: Path, i: int, at: str) -> tuple[dict, Unusable | None
     image = _text(run, "image", path, at).replace("#", "/")  # artifact names write "/" as "#"
     written = _text(run, "model", path, at)  # a checkpoint ("nvidia/DeepSeek-R1-0528-FP4-V2")
     model = _model(_text(run, "infmax_model_prefix", path, at), written)
-    runner = re.sub(r"^cluster:", "", (text["hw"] or text["hardware"]).strip().lower())
-    gpu = RUNNERS.get(re.split(r"[-_]", runner, maxsplit=1)[0], text["hw"] or text["hardware"])
+    gpu = _gpu_of(text["hw"] or text["hardware"])
     framework = text["framework"].strip().lower()
     engine = FRAMEWORKS.get(framework, framework)
+    layout, gpus, decode_gpus, disaggregated = "", 0, 0, False
+    unrecorded = _unrecorded(run)
     try:
+        if unrecorded is not None:
+            raise Unusable(str(path), at + unrecorded[0], *unrecorded[1:])
         layout, gpus, decode_gpus, disaggregated = _topology(run, engine, (path, at))
         why = _unreadable(run, path, at, gpus)
-    except Unusable as exc:  # a count that is no whole number: the run's reason
-        layout, gpus, decode_gpus, disaggregated, why = "", 0, 0, False, exc
+    except Unusable as exc:  # a layout not recorded, or a count that is no whole number
+        why = exc
     notes = [f"InferenceX {framework or 'framework not stated'}"]
     if image:
         notes.append(f"image {image}")
-    spec = str(run.get("spec_decoding") or run.get("spec_method") or "").strip().lower()
+    spec = next(
+        (
+            str(run[k]).strip().lower()
+            for k in ("spec_decoding", "spec_method", "mtp")
+            if run.get(k)
+        ),
+        "",
+    )
     if spec not in ("", "none", "false", "off", "0"):
         notes.append(f"speculative decoding: {spec}")
     if isinstance(run.get("date"), str):
@@ -287,6 +391,13 @@ def _base(run: dict, path: Path, i: int, at: str) -> tuple[dict, Unusable | None
     if disaggregated:
         base["decode_gpus"] = str(decode_gpus)
     return base, why
+
+
+def _gpu_of(runner: str) -> str:
+    """The catalog's GPU of an InferenceX runner name: the part before its site and index
+    ("cluster:b300-nv", "mi355x-amds_0", "h100-dgxc-slurm_3"); else the name as written."""
+    name = re.sub(r"^cluster:", "", runner.strip().lower())
+    return RUNNERS.get(re.split(r"[-_]", name, maxsplit=1)[0], runner)
 
 
 def _model(prefix: str, written: str) -> str:

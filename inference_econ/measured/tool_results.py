@@ -79,8 +79,15 @@ def tool_frame(path) -> pd.DataFrame | None:
     parts, completed = [], False
     for i, run in enumerate(runs):
         at = f"run {i + 1}." if len(runs) > 1 else ""  # a field's name in the file's errors
-        if is_inferencex(run):
-            rows, ran = inferencex_rows(run, path, i, f"[{i}]." if listed else ""), True
+        if listed:  # InferenceX's collected summaries, named by their index
+            if i and not (isinstance(run, dict) and is_inferencex(run)):
+                raise SpecError(str(path), f"[{i}]", f"is {short(run)}, not an InferenceX run "
+                                "summary as the list's first is", "give one tool's runs per file")  # fmt: skip
+            if not is_inferencex(run):
+                return None
+            rows, ran = inferencex_rows(run, path, i, f"[{i}]."), True
+        elif is_inferencex(run):
+            rows, ran = inferencex_rows(run, path, i, ""), True
         elif _is_vllm(run):
             rows, ran = _vllm_rows(run, path, i, at)
         elif _is_aiperf(run):
@@ -103,8 +110,8 @@ def _json_runs(text: str, path: Path):
     JSON the parser cannot take (nested too deeply) is one error (``inputs.parse_json``)."""
     try:
         data = parse_json(text, str(path))
-        if isinstance(data, list) and data and all(isinstance(d, dict) for d in data):
-            return data
+        if isinstance(data, list) and data and isinstance(data[0], dict):
+            return data  # (its other items are checked one by one)
         return [data] if isinstance(data, dict) else None
     except NotJSON:
         pass
