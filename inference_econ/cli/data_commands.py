@@ -80,11 +80,12 @@ def compare_measured(
     csv, assumptions, engine, clock, hardware, gpus, precision, figure, jobs, dask, format, out,
     quiet,
 ):  # fmt: skip
-    """Hold the model against measured benchmark rows (docs/user-guide.md, the CSV format):
-    one row per input row with measured, predicted, error = predicted/measured - 1 and a
-    status (ok, derived, unresolved: ..., out of scope: ..., infeasible: ...), then the
-    median and 90th-percentile absolute errors by source, GPU and model. With an ideal preset
-    (paper, refined) a row that beats the prediction by more than 5 % is reported.
+    """Hold the model against measured benchmark rows (docs/user-guide.md, the CSV format,
+    or a vllm bench serve, aiperf or InferenceX result file as the tool wrote it): one row per
+    input row with measured, predicted, error = predicted/measured - 1 and a status (ok,
+    derived, unresolved: ..., out of scope: ..., infeasible: ...), then the median and
+    90th-percentile absolute errors by source, GPU and model. With an ideal preset (paper,
+    refined) a row that beats the prediction by more than 5 % is reported.
 
     \b
     Example:  inference-econ compare-measured examples/measured-rows.csv --assumptions achievable
