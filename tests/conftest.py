@@ -1,5 +1,6 @@
 """Shared fixtures: the paper's settings, built once per test session."""
 
+import contextlib
 import functools
 import gc
 import os
@@ -162,20 +163,71 @@ def fresh_searches(monkeypatch):
     return fresh
 
 
+#: Requests an instance's whole run of the shipped measured rows replays where the --help
+#: examples run (``help_example_runs``) and where tests read those runs again
+#: (``whole_runs_of``): which rows are used and resolved is checked, not their figures.
+EXAMPLE_WHOLE_RUNS = 500
+#: The caches of ``replay`` kept for each whole-run length asked for: {requests: {name: cache}}.
+_WHOLE_RUN_CACHES: dict[int, dict] = {}
+
+
+def _replay_caches(replay) -> list[str]:
+    """The names of the caches ``replay.clear`` empties: what a whole run's length decides."""
+    import ast
+    import inspect
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(replay.clear)))
+    names = [
+        node.func.value.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("cache_clear", "clear")
+        and isinstance(node.func.value, ast.Name)
+    ]
+    assert names, "replay.clear names no cache it empties"
+    return names
+
+
+def _empty_like(cache):
+    """A new, empty cache of the kind of ``cache`` (an ``lru_cache`` of the same function and
+    size, or an empty dict)."""
+    if hasattr(cache, "cache_clear"):
+        return functools.lru_cache(cache.cache_info().maxsize)(cache.__wrapped__)
+    assert isinstance(cache, dict), type(cache)
+    return type(cache)()
+
+
+@contextlib.contextmanager
+def whole_runs_of(requests: int):
+    """Replays of whole runs (MLPerf Offline rows', trtllm-bench datasets) of at most
+    ``requests`` requests an instance, extended to their length by their steady middle
+    (``replay.RunSpan``), with the replays' caches of that length, kept for the rest of the
+    run: the tests replaying the same rows at the same length read one computation. The
+    caches of other lengths are left as they were (none is emptied)."""
+    from inference_econ.measured import replay
+
+    names = _replay_caches(replay)
+    kept = _WHOLE_RUN_CACHES.setdefault(requests, {})
+    for name in names:
+        if name not in kept:
+            kept[name] = _empty_like(getattr(replay, name))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(replay, "WHOLE_RUN_REQUESTS", requests)
+        for name in names:
+            patch.setattr(replay, name, kept[name])
+        yield
+
+
 @pytest.fixture(scope="module")
 def short_offline_runs(request):
     """Whole runs (MLPerf Offline rows', trtllm-bench datasets) of at most 4,000 requests an
     instance (or the asking module's ``WHOLE_RUN_REQUESTS``), extended to their length by their
     steady middle (``replay.RunSpan``; the full runs are ``benchmarks/measured_validation.py``'s),
-    for the module that asks; the replays' cache emptied before and after."""
-    from inference_econ.measured import replay
-
-    kept = replay.WHOLE_RUN_REQUESTS
-    replay.WHOLE_RUN_REQUESTS = getattr(request.module, "WHOLE_RUN_REQUESTS", 4000)
-    replay.clear()
-    yield
-    replay.WHOLE_RUN_REQUESTS = kept
-    replay.clear()
+    for the module that asks (``whole_runs_of``)."""
+    with whole_runs_of(getattr(request.module, "WHOLE_RUN_REQUESTS", 4000)):
+        yield
 
 
 @pytest.fixture
@@ -372,19 +424,14 @@ def help_example_runs(tmp_path_factory):
         (folder / name).symlink_to(root / name, target_is_directory=True)
     (folder / "models").mkdir()
     results = {}
-    from inference_econ.measured import replay
-
-    with pytest.MonkeyPatch.context() as patch:
-        # the examples' whole runs (trtllm-bench datasets) of at most 500 requests an instance,
-        # extended by their steady middle: what is checked is that each example runs and what
-        # it writes, not its figures (``short_offline_runs``)
-        patch.setattr(replay, "WHOLE_RUN_REQUESTS", 500)
-        replay.clear()
+    # the examples' whole runs (trtllm-bench datasets) of at most EXAMPLE_WHOLE_RUNS requests
+    # an instance, extended by their steady middle: what is checked is that each example runs
+    # and what it writes, not its figures (``whole_runs_of``)
+    with whole_runs_of(EXAMPLE_WHOLE_RUNS), pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
         patch.setitem(sys.modules, "huggingface_hub", _stand_in_hub(folder))
         for _, args in help_examples():
             line = shlex.join(args)
             if line not in RUN_ELSEWHERE:
                 results[line] = CliRunner().invoke(main, list(args))
-    replay.clear()
     return folder, results

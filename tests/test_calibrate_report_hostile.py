@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from conftest import EXAMPLE_WHOLE_RUNS
 
 from inference_econ.cli import main
 from inference_econ.specs.catalog import display_path
@@ -19,8 +20,9 @@ MEASURED = EXAMPLES / "measured-rows.csv"
 #: The GEMM TFLOPS micro-benchmark rows of the shipped file, which calibration does not fit.
 MICRO_LINES = "65-76"
 #: Requests of an instance's whole run where the calibrations below replay one
-#: (``conftest.short_offline_runs``): which rows are used is checked, not the fitted values.
-WHOLE_RUN_REQUESTS = 500
+#: (``conftest.short_offline_runs``), as the --help examples do: which rows are used is
+#: checked, not the fitted values.
+WHOLE_RUN_REQUESTS = EXAMPLE_WHOLE_RUNS
 
 
 def run(*args):
@@ -58,7 +60,8 @@ def short_runs(help_example_runs, short_offline_runs):
     """The calibrations of this file replay the shipped rows' trtllm-bench datasets in runs of
     at most ``WHOLE_RUN_REQUESTS`` requests (``short_offline_runs``; what they check is which
     rows are used and how the others are named, not the fitted values), once the --help
-    examples have run theirs as written (``help_example_runs``, set up first)."""
+    examples have run theirs as written (``help_example_runs``, set up first): the replays of
+    the rows they share are read from the examples' (``conftest.whole_runs_of``)."""
 
 
 def measured_copy(tmp_path, change=None, rows=None, name="rows.csv") -> Path:

@@ -10,7 +10,7 @@ import math
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import STUCK_CPU_S
+from conftest import EXAMPLE_WHOLE_RUNS, STUCK_CPU_S, whole_runs_of
 
 from inference_econ.cli import main
 from inference_econ.errors import control_character, one_line
@@ -181,27 +181,24 @@ def test_rows_of_one_configuration_whose_values_cannot_be_read_each_name_their_o
     ]
 
 
-def test_compare_measured_reports_its_progress_on_rows_under_load(monkeypatch):
+def test_compare_measured_reports_its_progress_on_rows_under_load():
     """A whole MLPerf file ran for minutes with no output: rows the load engine simulates are
     counted to ``progress`` (the CLI prints them every ten seconds, ``-q`` silences it). The
     shipped example's 7 closed-loop rows and its 56 trtllm-bench throughput rows (replayed
-    over their datasets) are the rows under load here. Their whole runs are of at most 500
-    requests an instance (as ``conftest.short_offline_runs`` gives them, the replays' cache
-    emptied before and after): which rows are counted and resolved is checked, not their
-    figures, and neither depends on a run's length."""
+    over their datasets) are the rows under load here. Their whole runs are those the --help
+    examples replay (``conftest.whole_runs_of``: at most ``EXAMPLE_WHOLE_RUNS`` requests an
+    instance, the replays kept for the rest of the run): which rows are counted and resolved
+    is checked, not their figures, and neither depends on a run's length or on a replay read
+    from the cache (each row under load is counted as its prediction is done)."""
     from pathlib import Path
 
-    from inference_econ.measured import comparison, replay
+    from inference_econ.measured import comparison
     from inference_econ.measured import predicting as ms
 
     path = Path(__file__).resolve().parent.parent / "examples" / "measured-rows.csv"
     said: list[str] = []
-    monkeypatch.setattr(replay, "WHOLE_RUN_REQUESTS", 500)
-    replay.clear()
-    try:
+    with whole_runs_of(EXAMPLE_WHOLE_RUNS):
         result = comparison.compare(path, "achievable", progress=said.append)
-    finally:
-        replay.clear()
     assert said == [f"{k}/63 rows under load predicted" for k in range(63)]
     assert (result.table.status == "ok").sum() == 74
     assert ms._PROGRESS.get() is None  # reset after the run

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import benchmark_script
+from conftest import EXAMPLE_WHOLE_RUNS, benchmark_script, whole_runs_of
 
 import inference_econ as ie
 from inference_econ.api.labels import prefill_intervals
@@ -283,13 +283,16 @@ _bench = benchmark_script
 
 def _compare_measured(rows, preset, out):
     """``compare-measured ROWS --assumptions PRESET -o OUT``, run in this process (the scripts
-    read its output file; the command's own tests run it as a user does)."""
+    read its output file; the command's own tests run it as a user does), its whole runs those
+    the --help examples replay (``conftest.whole_runs_of``): the scripts read the rows'
+    predictions and statuses, whatever the runs' length."""
     from click.testing import CliRunner
 
     from inference_econ.cli import main
 
     args = ["compare-measured", str(rows), "--assumptions", preset, "-o", str(out)]
-    result = CliRunner().invoke(main, args)
+    with whole_runs_of(EXAMPLE_WHOLE_RUNS):
+        result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
 
 
