@@ -50,29 +50,58 @@ def settings():
     return [make_setting("Llama 3 8B", g, assumptions="achievable") for g in ("H100", "H200")]
 
 
+@pytest.fixture(scope="module")
+def searched(settings):
+    """A function of an ask: (the plan of the full search (every candidate searched in full),
+    the plan of the screened search (probes of 50 requests), the requests of each run of
+    either search that was not stopped once it missed the targets, {"full": [...], "fast":
+    [...]}, the full search's confident plan (90 %), the traffic). Each search starts from an
+    empty cache of runs; an ask is searched once, in the first test that asks (under its
+    bands, ``stratum_bands``), and the tests below read the plans."""
+    done = {}
+
+    def search(ask):
+        if ask not in done:
+            done[ask] = _search(settings, ask)
+        return done[ask]
+
+    return search
+
+
+def _search(settings, ask):
+    """``searched``'s tuple of an ask."""
+    rate, prompts, outputs, targets = ask
+    traffic = make_traffic(rate, prompts, outputs, requests=200, seed=1)
+    run = load_search.simulate_deployment
+    plans, simulated = {}, {"full": [], "fast": []}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(screening, "SCREEN_REQUESTS", 50)
+        for name, screen in (("full", False), ("fast", True)):
+
+            def counted(setting, deployment, traffic, *args, _runs=simulated[name], **kwargs):
+                result = run(setting, deployment, traffic, *args, **kwargs)
+                if result.stopped_for is None:  # a run stopped once it missed is cheap
+                    _runs.append(traffic.requests)
+                return result
+
+            patch.setattr(load_search, "simulate_deployment", counted)
+            load_search.clear_runs()
+            plans[name] = capacity.cheapest_deployment(
+                settings, traffic, targets, sizes=[1, 2], screen=screen
+            )
+        patch.setattr(load_search, "simulate_deployment", run)
+        odds = confident.confident_plan(plans["full"], 0.9, None, settings, traffic)
+    return plans["full"], plans["fast"], simulated, odds, traffic
+
+
 @pytest.mark.parametrize("rate, prompts, outputs, targets", ASKS)
 def test_screened_search_finds_the_full_searchs_plan(
-    settings, monkeypatch, rate, prompts, outputs, targets
+    settings, searched, monkeypatch, rate, prompts, outputs, targets
 ):
     monkeypatch.setattr(screening, "SCREEN_REQUESTS", 50)
-    simulated = []
-    run = load_search.simulate_deployment
-
-    def counted(setting, deployment, traffic, *args, **kwargs):
-        result = run(setting, deployment, traffic, *args, **kwargs)
-        if result.stopped_for is None:  # a run stopped once it missed the targets is cheap
-            simulated.append(traffic.requests)
-        return result
-
-    monkeypatch.setattr(load_search, "simulate_deployment", counted)
-    traffic = make_traffic(rate, prompts, outputs, requests=200, seed=1)
+    full, fast, runs, full_odds, traffic = searched((rate, prompts, outputs, targets))
     assert screening.screens(traffic, False, None, None)
-    load_search.clear_runs()
-    full = capacity.cheapest_deployment(settings, traffic, targets, sizes=[1, 2], screen=False)
-    simulated_full = simulated.count(200)
-    load_search.clear_runs()
-    simulated.clear()
-    fast = capacity.cheapest_deployment(settings, traffic, targets, sizes=[1, 2])
+    simulated_full, simulated = runs["full"].count(200), runs["fast"]
     assert fast.setting.gpu.name == full.setting.gpu.name
     assert fast.deployment == full.deployment
     assert fast.max_rate_per_s == full.max_rate_per_s  # bit for bit: the same lattice and probes
@@ -93,7 +122,7 @@ def test_screened_search_finds_the_full_searchs_plan(
     assert (whole["max_rate_per_instance"] == whole["max_rate_per_instance_full"]).all()
     # the confident plan (a short-screened candidate searched in full first where it could be
     # cheaper) is the one every candidate searched in full gives
-    odds = [confident.confident_plan(p, 0.9, None, settings, traffic) for p in (full, fast)]
+    odds = [full_odds, confident.confident_plan(fast, 0.9, None, settings, traffic)]
     a, b = (o.confident for o in odds)
     assert a is not None and b is not None
     assert (a.deployment, a.hardware, a.usd_per_hour) == (b.deployment, b.hardware, b.usd_per_hour)
@@ -254,7 +283,7 @@ def test_a_run_far_above_the_answer_bisects_down_to_the_rate_that_held():
 
 
 def test_a_confident_candidate_tested_before_its_short_search_is_searched_from_what_held(
-    settings, monkeypatch
+    settings, searched, monkeypatch
 ):
     """On the second ask the confident plan tests H200 x 2 (never searched: one full run at the
     least load that could make a plan as cheap), then H200 x 1 (searched short), and each
@@ -271,13 +300,13 @@ def test_a_confident_candidate_tested_before_its_short_search_is_searched_from_w
         tests.append((args[0].gpu.name, args[1].gpus_per_instance, out))
         return out
 
-    def searched(*args, **kwargs):
+    def searched_in_full(*args, **kwargs):
         fulls.append((args[0].gpu.name, args[1].gpus_per_instance, args[7]))
         return full_search(*args, **kwargs)
 
-    full, fast, traffic = _confident_pair(settings, ASKS[1])
+    full, fast, traffic = _confident_pair(searched, ASKS[1])
     monkeypatch.setattr(screening, "_test", tested)
-    monkeypatch.setattr(screening, "_full_search", searched)
+    monkeypatch.setattr(screening, "_full_search", searched_in_full)
     odds = confident.confident_plan(fast, 0.9, None, settings, traffic)
     assert [(gpu, n) for gpu, n, _ in tests] == [("H200-SXM", 2), ("H200-SXM", 1)]
     assert all(out[0] for _, _, out in tests)  # each held
@@ -287,28 +316,23 @@ def test_a_confident_candidate_tested_before_its_short_search_is_searched_from_w
     assert a.max_rate_per_s == b.max_rate_per_s
 
 
-def _confident_pair(settings, ask):
-    """The confident plans (90 %) of the full search (every candidate searched in full) and of
-    the screened one on ``ask``, the screened one with every ``_test`` it ran (GPU, size,
-    rate asked about)."""
-    rate, prompts, outputs, targets = ask
-    traffic = make_traffic(rate, prompts, outputs, requests=200, seed=1)
-    load_search.clear_runs()
-    full = capacity.cheapest_deployment(settings, traffic, targets, sizes=[1, 2], screen=False)
-    full = confident.confident_plan(full, 0.9, None, settings, traffic)
-    load_search.clear_runs()
-    fast = capacity.cheapest_deployment(settings, traffic, targets, sizes=[1, 2])
+def _confident_pair(searched, ask):
+    """The confident plan (90 %) of the full search (every candidate searched in full) on
+    ``ask``, the screened search's plan and the traffic (``searched``)."""
+    _, fast, _, full, traffic = searched(ask)
     return full, fast, traffic
 
 
-def test_a_confident_tie_is_ruled_out_by_one_run_at_the_load_it_must_hold(settings, monkeypatch):
+def test_a_confident_tie_is_ruled_out_by_one_run_at_the_load_it_must_hold(
+    settings, searched, monkeypatch
+):
     """On the first ask the confident plan is 2 x 1 H100 ($4.20 an hour); one H100 x 2 costs
     the same, so it ranks first only holding more load at its interval's low end: its test runs
     at that load (``_confident_need``: 47.6 / f req/s, not the 30 / f its price alone asks),
     misses, and it is ruled out unsearched, where the full search finds it holds less (the tie
     is real) and gives the same confident plan."""
     monkeypatch.setattr(screening, "SCREEN_REQUESTS", 50)
-    full, fast, traffic = _confident_pair(settings, ASKS[0])
+    full, fast, traffic = _confident_pair(searched, ASKS[0])
     needs = []
     test = screening._test
     monkeypatch.setattr(
@@ -337,14 +361,14 @@ def test_a_confident_tie_is_ruled_out_by_one_run_at_the_load_it_must_hold(settin
     assert after["probe_requests"] < 200 and "as much holding less" in after["note"]
 
 
-def test_a_confident_tie_holding_less_at_its_best_is_not_searched(settings, monkeypatch):
+def test_a_confident_tie_holding_less_at_its_best_is_not_searched(settings, searched, monkeypatch):
     """On the fourth ask the confident plan is 1 x 2 H100 ($4.20 an hour, the search's own
     GPU); two H100 x 1 hope for the same price (the short answer ``SCREEN_MARGIN`` times
     higher) but, even there, hold less at their interval's low end (``_could_rank_first``): the
     candidate is neither tested nor searched in full, and the confident plan is the full
     search's."""
     monkeypatch.setattr(screening, "SCREEN_REQUESTS", 50)
-    full, fast, traffic = _confident_pair(settings, ASKS[3])
+    full, fast, traffic = _confident_pair(searched, ASKS[3])
     runs = []
     test, search = screening._test, screening._full_search
     monkeypatch.setattr(screening, "_test", lambda *a, **k: runs.append(a[:2]) or test(*a, **k))
@@ -366,13 +390,13 @@ def test_a_confident_tie_holding_less_at_its_best_is_not_searched(settings, monk
     assert not [r for r in runs if r[0] is h100 and r[1].gpus_per_instance == 1]
 
 
-def test_a_confident_tie_won_by_the_load_held_is_the_full_searchs(settings, monkeypatch):
+def test_a_confident_tie_won_by_the_load_held_is_the_full_searchs(settings, searched, monkeypatch):
     """The first ask at 32 req/s: the confident plan, 2 x 1 H100, costs what 1 x 2 H100 does
     ($4.20 an hour) and wins on the load held at the low end; the screened search (its ties
     ranked by the load held: ``_could_rank_first``, ``_confident_need``) finds it, where
     ranking ties by price alone gives 1 x 2 H100."""
     monkeypatch.setattr(screening, "SCREEN_REQUESTS", 50)
-    full, fast, traffic = _confident_pair(settings, (32, *ASKS[0][1:]))
+    full, fast, traffic = _confident_pair(searched, (32, *ASKS[0][1:]))
     odds = confident.confident_plan(fast, 0.9, None, settings, traffic)
     a, b = full.confident, odds.confident
     assert (b.deployment, b.hardware, b.usd_per_hour) == (a.deployment, a.hardware, a.usd_per_hour)
