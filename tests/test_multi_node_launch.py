@@ -7,6 +7,7 @@ data-parallel ranks) and every flag against the tools' own argument records."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import subprocess
 from pathlib import Path
@@ -52,9 +53,21 @@ def _run_nodes(tmp_path: Path, plan, addrs=ADDRS) -> list[list[dict]]:
     return out
 
 
+@functools.cache
 def _llama16(engine: str):
+    """Llama 3.3 70B's point on 16 H100s exported for ``engine`` (exported once: the tests
+    read the plan, or a copy changed with ``dataclasses.replace``)."""
     fp8 = TRT_FP8 if engine == "trtllm" else {}  # TensorRT-LLM quantizes no checkpoint online
     return api.export("Llama 3.3 70B", "H100", engine=engine, gpus=16, batch=64, **LLAMA_FP8, **fp8)
+
+
+@functools.cache
+def _deepseek16():
+    """DeepSeek-V3's point on 16 H200s exported for vLLM (exported once, read by the tests)."""
+    return api.export(
+        "DeepSeek-V3", "H200", engine="vllm", gpus=16, batch=256, weight_bits=8,
+        prompt_tokens=2000, output_tokens=500,
+    )  # fmt: skip
 
 
 def test_sglang_runs_the_copy_on_each_node_with_its_rank(tmp_path):
@@ -155,10 +168,7 @@ def test_vllm_copies_over_nodes_deploy_on_kubernetes_as_a_leader_worker_set():
     }
     # LWS names the pods' headless Service after the group and skips it if that name is taken
     assert service["metadata"]["name"] == name + "-leader"
-    deepseek = api.export(
-        "DeepSeek-V3", "H200", engine="vllm", gpus=16, batch=256, weight_bits=8,
-        prompt_tokens=2000, output_tokens=500,
-    )  # fmt: skip
+    deepseek = _deepseek16()
     files = bundle.render(deepseek)
     assert not any(name.startswith("k8s-") for name in files)
     assert "# no Kubernetes manifest: a copy spans nodes" in files["launch.sh"]
@@ -167,10 +177,7 @@ def test_vllm_copies_over_nodes_deploy_on_kubernetes_as_a_leader_worker_set():
 def test_vllm_attention_data_parallel_ranks_split_over_the_nodes(tmp_path):
     """DeepSeek-V3 on 16 H200s with eight attention-DP ranks of TP2: four ranks a node, node 0
     with the API server, node 1 headless from rank 4, both meeting at node 0's address."""
-    plan = api.export(
-        "DeepSeek-V3", "H200", engine="vllm", gpus=16, batch=256, weight_bits=8,
-        prompt_tokens=2000, output_tokens=500,
-    )  # fmt: skip
+    plan = _deepseek16()
     (w,) = plan.workers
     assert (w.gpus, w.attention_dp, w.tensor // w.attention_dp) == (16, 8, 2)
     (a,), (b,) = _run_nodes(tmp_path, plan)
@@ -345,10 +352,7 @@ def test_multi_node_flags_are_the_tools_own_arguments():
         record("openmpi-4.1.json"),
     )
     seen = set()
-    deepseek = api.export(
-        "DeepSeek-V3", "H200", engine="vllm", gpus=16, batch=256, weight_bits=8,
-        prompt_tokens=2000, output_tokens=500,
-    )  # fmt: skip
+    deepseek = _deepseek16()
     for plan in (_llama16("sglang"), _llama16("vllm"), deepseek, _llama16("trtllm")):
         for c in ec.commands(plan):
             a = c.argv
