@@ -451,10 +451,13 @@ def test_an_overlay_per_gpu_is_priced_row_by_row_when_the_curves_gpus_differ(tmp
 def test_an_unreadable_overlay_row_is_left_out_and_the_run_says_so(tmp_path):
     """One bad row of a --measured overlay (text, a ragged row) stopped the run (exit 2): now
     it is one warning line (file, line, field, fix), the other points are drawn and the run's
-    notes state the rows left out; a file of no readable row is still exit 2, one line."""
+    notes state the rows left out; a file of no readable row is still exit 2, one line. (The
+    scenario's frontier is drawn beside the points on a 20-point grid: the overlay is read
+    and drawn alike on any.)"""
     spec = tmp_path / "one.yaml"
     spec.write_text(
-        "title: one GPU\nkind: figure\nplots: [frontier]\ndefaults: {model: Llama 3 8B}\n"
+        "title: one GPU\nkind: figure\nplots: [frontier]\n"
+        "defaults: {model: Llama 3 8B, grid_points: 20}\n"
         "curves:\n  - {label: H100, hardware: H100-paper}\n"
     )
     csv = tmp_path / "m.csv"
