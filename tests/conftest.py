@@ -52,6 +52,24 @@ def measured_steps(name: str, assumptions="refined"):
     return rows.assign(predicted_ms=times)
 
 
+@functools.cache
+def shipped_rows(name: str) -> tuple:
+    """The rows of the measured file ``tests/data/<name>`` as ``load_measured`` reads them (a
+    row is frozen): read once for the tests that read the file as it ships."""
+    from pathlib import Path
+
+    from inference_econ.measured.reading import load_measured
+
+    return tuple(load_measured(Path(__file__).parent / "data" / name))
+
+
+@pytest.fixture(scope="session")
+def training_rows():
+    """The project's validation set, ``tests/data/benchmarks_train.csv``, as ``load_measured``
+    reads it (``shipped_rows``)."""
+    return shipped_rows("benchmarks_train.csv")
+
+
 def benchmark_script(name: str):
     """A script of benchmarks/ as a module (its functions tested as a user runs the script)."""
     import importlib.util

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import shipped_rows
 
 from inference_econ.errors import SpecError
 from inference_econ.load.arrivals import Arrivals
@@ -24,7 +25,6 @@ from inference_econ.load.engine import (
 from inference_econ.load.simulate import simulate
 from inference_econ.measured.bench_limits import OVERVIEW_GRAPH_SIZES, overview_graphs
 from inference_econ.measured.comparison import compare
-from inference_econ.measured.reading import load_measured
 from inference_econ.model.assumptions import preset
 from inference_econ.model.mixed_step import (
     EngineLayout,
@@ -132,7 +132,7 @@ def test_only_the_overviews_rows_state_its_graphs(source, cell, sizes):
 
 def test_the_overview_rows_read_their_graphs():
     for name in ("trtllm_perf_overview_moe.csv", "trtllm_perf_overview_dense.csv"):
-        rows = load_measured(DATA / name)
+        rows = shipped_rows(name)
         assert all(r.graph_batch_sizes == OVERVIEW_GRAPH_SIZES for r in rows), name
     assert OVERVIEW_GRAPH_SIZES[-4:] == (1024, 2048, 4096, 8192)
 

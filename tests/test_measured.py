@@ -70,11 +70,11 @@ def write(tmp_path, *lines, name="m.csv"):
 # --- reading ------------------------------------------------------------------------------------
 
 
-def test_training_rows_are_resolved_and_explained(paper):
-    status = pd.Series([r.status for r in load_measured(TRAIN)]).str.split(":").str[0]
+def test_training_rows_are_resolved_and_explained(paper, training_rows):
+    why = pd.Series([r.status for r in training_rows])
+    status = why.str.split(":").str[0]
     assert status.value_counts().to_dict() == {"ok": 363, "derived": 204, "unresolved": 23}
     assert (status != "unresolved").mean() >= 0.9
-    why = pd.Series([r.status for r in load_measured(TRAIN)])
     assert why.str.contains("n_gpus 'n/a' is not stated").sum() == 16  # OCI, llmperf
     assert why.str.contains("ambiguous").sum() == 3  # per GPU or total? (TRT-LLM 0.6, A100)
     # under the paper preset the NCCL rows use NVLS, which it does not model
@@ -84,8 +84,8 @@ def test_training_rows_are_resolved_and_explained(paper):
     assert nvls.status.str.contains("NVLS").all()
 
 
-def test_benchmark_names_resolve_through_the_catalog():
-    rows = {r.row: r for r in load_measured(TRAIN)}
+def test_benchmark_names_resolve_through_the_catalog(training_rows):
+    rows = {r.row: r for r in training_rows}
     assert rows[2].gpu.name == "MI300X" and rows[2].arch.name == "Llama 2 70B"
     assert rows[2].engine == "vllm" and rows[2].scenario == "offline"
     server = rows[4]

@@ -3,10 +3,9 @@ kernel clock where the row states an engine version the measured kernel tables t
 part they were measured on; the engine profile's terms everywhere else, and always in the fit
 of those terms."""
 
-from pathlib import Path
-
 import pytest
 import yaml
+from conftest import shipped_rows
 
 from inference_econ.errors import SpecError
 from inference_econ.measured import comparison
@@ -107,12 +106,11 @@ def test_a_bad_version_range_of_the_tables_is_one_line():
         preset("achievable").replace(kernel_tables="auto")
 
 
-def test_the_training_files_overview_rows_read_the_tables():
+def test_the_training_files_overview_rows_read_the_tables(training_rows):
     """TensorRT-LLM 1.0's performance overview rows state their version (on H100, H200,
     B200): all 56 read the tables; the file's MLPerf rows state none and read none."""
-    rows = load_measured(Path(__file__).resolve().parent / "data" / "benchmarks_train.csv")
     base = preset("achievable")
-    found = [pr.row_engine(r, base) for r in rows if r.kind == "end-to-end" and r.resolved]
+    found = [pr.row_engine(r, base) for r in training_rows if r.kind == "end-to-end" and r.resolved]
     reading = [f for f in found if isinstance(f, pr.RowEngine) and f.kernel_tables]
     assert len(reading) == 56
 
@@ -121,11 +119,10 @@ def test_the_overviews_moe_results_resolve_and_read_the_tables():
     """All 86 MoE figures of TensorRT-LLM 1.2's performance overview (two files) name a model
     of the catalogue (gpt-oss-20b, Llama 4 Maverick and Qwen3-30B-A3B among them), state 1.2
     and run on parts with tables: every one is priced by the kernel clock."""
-    data = Path(__file__).resolve().parent / "data"
     rows = [
         r
         for name in ("trtllm_perf_overview_moe.csv", "trtllm_perf_overview_moe_rest.csv")
-        for r in load_measured(data / name)
+        for r in shipped_rows(name)
     ]
     assert len(rows) == 86 and all(r.resolved for r in rows)
     assert {"gpt-oss-20b", "Llama 4 Maverick", "Qwen3-30B-A3B"} <= {r.arch.name for r in rows}
