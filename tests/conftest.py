@@ -64,6 +64,23 @@ def shipped_rows(name: str) -> tuple:
 
 
 @pytest.fixture(scope="session")
+def overlapped():
+    """Per engine that runs it, DeepSeek-R1's point on 8 H200 with two-batch overlap (FP8
+    weights, its own checkpoint; 1,000 / 100 tokens): TP8 EP8 under SGLang at batch 256; under
+    vLLM, which splits only over data-parallel ranks, at 1,024 (at 256 the model's fastest
+    layout has none, one batch a step being faster there than two halves each reading the
+    experts). Exported once for the tests that read them: test_export.py checks their flags
+    beside the other plans', test_export_two_batch_overlap.py their overlap."""
+    from inference_econ import api
+
+    kw = dict(prompt_tokens=1000, output_tokens=100, weight_bits=8, gpus=8, two_batch_overlap=True)
+    return {
+        "sglang": api.export("DeepSeek-R1", "H200", engine="sglang", batch=256, **kw),
+        "vllm": api.export("DeepSeek-R1", "H200", engine="vllm", batch=1024, **kw),
+    }
+
+
+@pytest.fixture(scope="session")
 def training_rows():
     """The project's validation set, ``tests/data/benchmarks_train.csv``, as ``load_measured``
     reads it (``shipped_rows``)."""

@@ -60,18 +60,6 @@ def plans():
     return out
 
 
-@pytest.fixture(scope="module")
-def overlapped():
-    """Per engine that runs it, DeepSeek-R1's point with two-batch overlap (its flags and
-    environment: tests/test_export_two_batch_overlap.py)."""
-    kw = dict(prompt_tokens=1000, output_tokens=100, weight_bits=8, two_batch_overlap=True)
-    # vLLM splits only over data-parallel ranks: at 1,024 its fastest layout has them
-    return {
-        e: api.export("DeepSeek-R1", "H200", engine=e, gpus=8, batch=b, **kw)
-        for e, b in (("vllm", 1024), ("sglang", 256))
-    }
-
-
 def check_argv(argv, flags: dict, start: int) -> list[str]:
     """Every flag of ``argv[start:]`` is one the record has, a switch takes no value, a value
     flag takes one (within its choices); returns the flags seen."""

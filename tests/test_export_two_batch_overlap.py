@@ -30,17 +30,6 @@ def record(name: str) -> dict:
     return json.loads((FLAGS / name).read_text())
 
 
-@pytest.fixture(scope="module")
-def overlapped():
-    """Per engine, DeepSeek-R1's overlapped plan: TP8 EP8 under SGLang at batch 256; under vLLM,
-    which splits only over data-parallel ranks, at 1,024 (at 256 the model's fastest layout has
-    none, one batch a step being faster there than two halves each reading the experts)."""
-    return {
-        "sglang": api.export("DeepSeek-R1", "H200", engine="sglang", batch=256, **R1),
-        "vllm": api.export("DeepSeek-R1", "H200", engine="vllm", batch=1024, **R1),
-    }
-
-
 def server(plan):
     (c,) = [c for c in ec.commands(plan) if c.role == "server"]
     return c
