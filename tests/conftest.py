@@ -206,27 +206,6 @@ EXAMPLE_WHOLE_RUNS = 500
 _WHOLE_RUN_CACHES: dict[int, dict] = {}
 
 
-def _replay_caches(replay) -> list[str]:
-    """The names of the caches ``replay.clear`` empties: what a whole run's length decides."""
-    import ast
-    import inspect
-    import textwrap
-
-    tree = ast.parse(textwrap.dedent(inspect.getsource(replay.clear)))
-    emptied = [
-        node.func.value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr in ("cache_clear", "clear")
-    ]
-    names = [n.id for n in emptied if isinstance(n, ast.Name) and hasattr(replay, n.id)]
-    # a cache emptied any other way (another module's, a loop over several) is not kept per
-    # length here: refused rather than shared between lengths
-    assert names and len(names) == len(emptied), ast.dump(tree)
-    return names
-
-
 def _empty_like(cache):
     """A new, empty cache of the kind of ``cache`` (an ``lru_cache`` of the same function and
     size, or an empty dict)."""
@@ -245,7 +224,7 @@ def whole_runs_of(requests: int):
     caches of other lengths are left as they were (none is emptied)."""
     from inference_econ.measured import replay
 
-    names = _replay_caches(replay)
+    names = list(replay.CACHES)
     kept = _WHOLE_RUN_CACHES.setdefault(requests, {})
     for name in names:
         if name not in kept:

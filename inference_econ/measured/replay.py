@@ -684,15 +684,16 @@ def fails_at(case: LoadCase, rate: float) -> bool:
     return not run.with_targets(targets).meets_targets
 
 
+#: The module's kept outcomes, brackets and runs by name: what ``clear`` empties, each decided
+#: by the module's settings (``WHOLE_RUN_REQUESTS``, ``SERVER_REQUESTS``).
+CACHES = ("replay", "bracket", "estimate", "_queued_run", "_RUNS", "_LIMIT_FREE", "_SHARES")
+
+
 def clear() -> None:
     """Forget every outcome, bracket and run kept (tests that change the module's settings)."""
-    replay.cache_clear()
-    bracket.cache_clear()
-    estimate.cache_clear()
-    _queued_run.cache_clear()
-    _RUNS.clear()
-    _LIMIT_FREE.clear()
-    _SHARES.clear()
+    for name in CACHES:
+        cache = globals()[name]
+        cache.cache_clear() if hasattr(cache, "cache_clear") else cache.clear()
 
 
 @lru_cache(maxsize=4096)
