@@ -142,6 +142,7 @@ def build(source: str, out: Path) -> int:
     d = pd.read_csv(source)
     why: dict[str, int] = {}
     rows = []
+    seen: set[tuple] = set()  # each run's configuration, date and figures, without its id
     for _, r in d.iterrows():
         if r["mode"] != "agg":
             _skip(why, "disaggregated (mode != agg)")
@@ -218,6 +219,15 @@ def build(source: str, out: Path) -> int:
             "group": group_of(moe, par, family),
             "measured_date": measured.group(1) if measured else "",
         }
+        # a later dump lists some runs again under a new id (same configuration, measurement
+        # date and figures to the file's four decimals; the dumps' floats differ in the last
+        # bits): one measurement, kept once, under its first id
+        figures = tuple(round(float(r[c]), 4) for c in ("silicon_ttft_ms", "silicon_tpot_ms"))
+        run = (*(v for k, v in base.items() if k != "source"), *figures)
+        if run in seen:
+            _skip(why, "the same run under a later dump's id (configuration, date and figures)")
+            continue
+        seen.add(run)
         for metric, col in (("mean_TPOT", "silicon_tpot_ms"), ("mean_TTFT", "silicon_ttft_ms")):
             if np.isfinite(r[col]) and r[col] > 0:
                 rows.append({**base, "metric": metric, "value": round(float(r[col]), 4)})

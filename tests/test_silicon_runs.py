@@ -22,20 +22,36 @@ def table():
 
 
 def test_shape(table):
-    assert len(table) == 4220
+    assert len(table) == 3936
     runs = table.drop_duplicates("source")
-    assert len(runs) == 2110
+    assert len(runs) == 1968
     counts = runs.groupby("group").size().to_dict()
     assert counts == {
         "MoE DEP Blackwell": 19,
         "MoE DEP Hopper": 6,
-        "MoE TP/PP": 1040,
+        "MoE TP/PP": 898,
         "dense": 1045,
     }
     assert set(table.metric) == {"mean_TPOT", "mean_TTFT"}
     assert set(table.split) == {"fit", "test"}
     assert (table.licence.str.startswith("Apache-2.0")).all()
     assert table.source.str.contains("095f58a51c4ca8e61b66ec108d86f223f8d559ce").all()
+
+
+def test_each_measurement_once(table):
+    # the source's 2026-04-06 dump lists 142 runs of its 2026-03-25 dump again under new ids
+    # (same configuration, date and figures); a judge or a class counts each measurement once
+    run = [c for c in table.columns if c not in ("source", "metric", "value")]
+    runs = table.fillna({c: "" for c in run})  # undated runs too
+    figures = runs.pivot_table(index=["source", *run], columns="metric", values="value")
+    assert len(figures) == table.source.nunique()
+    assert not figures.reset_index().drop(columns="source").duplicated().any()
+    # DeepSeek-R1 FP8 on 4 B200, TP4, 16 clients at 1024/1024, measured 2026-01-29: first id kept
+    ids = table.source[table.source.str.contains(r"_1024x1024_c16_tp4_(?:0_)?ep1_(?:0_)?\d+$")]
+    picked = ids[ids.str.contains("deepseek_r1_b200_sxm_trtllm_fp8")].unique()
+    assert [p.rsplit(" ", 1)[-1] for p in picked] == [
+        "2026_03_25_deepseek_r1_b200_sxm_trtllm_fp8_agg_1024x1024_c16_tp4_0_ep1_0_1185"
+    ]
 
 
 def test_concurrency_is_every_attention_rank_batch(table):
