@@ -236,6 +236,21 @@ def test_yaml_fast_path_reads_what_the_strict_loader_reads():
     for _ in range(40):
         nested = [nested]
     assert parse_yaml("- " * 40 + "x", "f.yaml") == nested
+    # tables of rows, a flow list a line, take it whatever their length (the kernel tables)...
+    assert all(_plain(read_text(p, 4 * 2**20)) for p in (root / "kernels").glob("*.yaml"))
+    rows = "a:\n" + "  - [1, {b: 2}]\n" * 200
+    assert _plain(rows) and parse_yaml(rows, "f.yaml") == {"a": [[1, {"b": 2}]] * 200}
+    # ... not where a line's brackets could hide an opening: quoted, commented, carried to a
+    # later line, closed before opened, or too deep; the strict loader reads those
+    for tail, value in (
+        ("b: ']'\n", "]"),
+        ("b: [1] # ]\n", [1]),
+        ("b: [1,\n  2]\n", [1, 2]),
+        ("b: x]\n", "x]"),
+        ("b: " + "[" * 13 + "]" * 13 + "\n", [[[[[[[[[[[[[]]]]]]]]]]]]]),
+    ):
+        assert not _plain(rows + tail)
+        assert parse_yaml(rows + tail, "f.yaml")["b"] == value
     # an error libyaml finds is reported by the strict loader, with its message and line
     assert _plain("a: 1\nb: [1, 2\n")
     with pytest.raises(SpecError, match="line 3: expected ',' or ']', but got '<stream end>'"):

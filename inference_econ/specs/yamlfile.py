@@ -8,6 +8,7 @@ nesting deeper than ``MAX_DEPTH`` is refused (no RecursionError).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
@@ -89,10 +90,12 @@ def _refuse_duplicates(loader, node, deep: bool) -> None:
 
 
 #: Bounds under which a text is parsed by libyaml (``_plain``): the columns of a line's
-#: indentation and block indicators, and the brackets of flow collections in the whole text.
+#: indentation and block indicators, and the brackets of flow collections in the whole text,
+#: or the depth of each line's where every one closes on its line (``_shallow_flows``).
 PLAIN_INDENT = 20
 PLAIN_BRACKETS = 12
 _INDENT_CHARS = " -?:"
+_BRACKETS = re.compile(r"[^\[\]{}]+")  # everything but flow brackets
 
 if getattr(yaml, "CSafeLoader", None) is not None:
 
@@ -116,13 +119,38 @@ def _plain(text: str) -> bool:
     block collection starts at the column of its line's indentation and indicators (``- ``,
     ``? ``, ``: ``), and a nested one starts further right, or at the same column only as a
     sequence that is a mapping's value, whose own entries then start two columns further:
-    block nesting is at most ``2 * (PLAIN_INDENT + 1)``; flow nesting at most the brackets;
-    one more for the innermost scalar (55 < 64)."""
-    if "&" in text or "\t" in text or text.count("[") + text.count("{") > PLAIN_BRACKETS:
+    block nesting is at most ``2 * (PLAIN_INDENT + 1)``; flow nesting at most
+    ``PLAIN_BRACKETS`` (``_shallow_flows``); one more for the innermost scalar (55 < 64)."""
+    if "&" in text or "\t" in text:
+        return False
+    if text.count("[") + text.count("{") > PLAIN_BRACKETS and not _shallow_flows(text):
         return False
     return all(
         len(line) - len(line.lstrip(_INDENT_CHARS)) <= PLAIN_INDENT for line in text.splitlines()
     )
+
+
+def _shallow_flows(text: str) -> bool:
+    """Whether every flow collection of ``text`` closes on the line it opens, at most
+    ``PLAIN_BRACKETS`` deep (a table's rows, ``- [1, 2, 3]``). Each line holding a bracket
+    holds no quote and no comment, and its brackets, read in order, never close more than they
+    opened and end closed: a bracket of a block scalar or key can then only add depth, and one
+    after a flow collection's opening on its line is that collection's, so none can hide an
+    opening left open or carried to a later line."""
+    for line in text.splitlines():
+        marks = _BRACKETS.sub("", line)
+        if not marks:
+            continue
+        if '"' in line or "'" in line or "#" in line:
+            return False
+        depth = 0
+        for mark in marks:
+            depth += 1 if mark in "[{" else -1
+            if depth < 0 or depth > PLAIN_BRACKETS:
+                return False
+        if depth:
+            return False
+    return True
 
 
 def _children(node):
