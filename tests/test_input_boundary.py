@@ -248,9 +248,20 @@ def test_yaml_fast_path_reads_what_the_strict_loader_reads():
         ("b: [1,\n  2]\n", [1, 2]),
         ("b: x]\n", "x]"),
         ("b: " + "[" * 13 + "]" * 13 + "\n", [[[[[[[[[[[[[]]]]]]]]]]]]]),
+        ("b: [!!str 1]\n", ["1"]),
     ):
         assert not _plain(rows + tail)
         assert parse_yaml(rows + tail, "f.yaml")["b"] == value
+    # a verbatim tag's brackets look balanced while the flow they sit in stays open: refused
+    # by the strict loader, not read 70 deep by libyaml (nor crash it, many thousands deep)
+    for n in (70, 1000):
+        merged = "{<<: !<]>\n" * n + "{a: 1}\n" + ", <<: !<[> {}}\n" * n
+        tagged = "[!<]>\n" * n + "a\n" + "!<[>]\n" * n
+        for text in (merged, tagged):
+            assert not _plain(text)
+            with pytest.raises(SpecError, match="nested deeper than 64 levels"):
+                parse_yaml(text, "f.yaml")
+    assert parse_yaml("{<<: !<]>\n{a: 1}\n, <<: !<[> {}}\n", "f.yaml") == {"a": 1}
     # an error libyaml finds is reported by the strict loader, with its message and line
     assert _plain("a: 1\nb: [1, 2\n")
     with pytest.raises(SpecError, match="line 3: expected ',' or ']', but got '<stream end>'"):

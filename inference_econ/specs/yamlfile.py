@@ -133,15 +133,16 @@ def _plain(text: str) -> bool:
 def _shallow_flows(text: str) -> bool:
     """Whether every flow collection of ``text`` closes on the line it opens, at most
     ``PLAIN_BRACKETS`` deep (a table's rows, ``- [1, 2, 3]``). Each line holding a bracket
-    holds no quote and no comment, and its brackets, read in order, never close more than they
-    opened and end closed: a bracket of a block scalar or key can then only add depth, and one
-    after a flow collection's opening on its line is that collection's, so none can hide an
-    opening left open or carried to a later line."""
+    holds no quote, no comment and no tag (a verbatim tag, ``!<]>``, may hold brackets even in
+    a flow collection), and its brackets, read in order, never close more than they opened and
+    end closed: a bracket of a block scalar or key can then only add depth, and one after a
+    flow collection's opening on its line is that collection's, so none can hide an opening
+    left open or carried to a later line."""
     for line in text.splitlines():
         marks = _BRACKETS.sub("", line)
         if not marks:
             continue
-        if '"' in line or "'" in line or "#" in line:
+        if any(mark in line for mark in "\"'#!"):
             return False
         depth = 0
         for mark in marks:
