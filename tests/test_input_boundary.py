@@ -262,6 +262,15 @@ def test_yaml_fast_path_reads_what_the_strict_loader_reads():
             with pytest.raises(SpecError, match="nested deeper than 64 levels"):
                 parse_yaml(text, "f.yaml")
     assert parse_yaml("{<<: !<]>\n{a: 1}\n, <<: !<[> {}}\n", "f.yaml") == {"a": 1}
+    # where the parsers' rules differ, the strict loader answers: a byte-order mark at a later
+    # line's start (libyaml skips it, nesting past what the line's prefix says), a ``?`` in a
+    # flow scalar (libyaml reads it), a lone surrogate (libyaml's encoder raises)
+    marked = "# c\n\ufeff" + "- " * 70 + "x\n"  # PyYAML: one plain scalar
+    assert not _plain(marked) and parse_yaml(marked, "f.yaml") == marked[4:-1]
+    assert not _plain("[a?b]\n")
+    for text in ("[a?b]\n", "a: \ud800\n"):
+        with pytest.raises(SpecError, match="not valid YAML at line 1"):
+            parse_yaml(text, "f.yaml")
     # an error libyaml finds is reported by the strict loader, with its message and line
     assert _plain("a: 1\nb: [1, 2\n")
     with pytest.raises(SpecError, match="line 3: expected ',' or ']', but got '<stream end>'"):

@@ -96,6 +96,7 @@ PLAIN_INDENT = 20
 PLAIN_BRACKETS = 12
 _INDENT_CHARS = " -?:"
 _BRACKETS = re.compile(r"[^\[\]{}]+")  # everything but flow brackets
+_FLOW_BRACKET = re.compile(r"[\[\]{}]")
 
 if getattr(yaml, "CSafeLoader", None) is not None:
 
@@ -114,14 +115,18 @@ else:  # pragma: no cover - PyYAML built without libyaml
 
 def _plain(text: str) -> bool:
     """Whether ``text`` is within what ``StrictLoader`` accepts without counting: no anchor
-    (so no alias can repeat anything), no tab (where the two parsers' rules differ most), and
-    nesting provably shallower than ``MAX_DEPTH``. A
+    (so no alias can repeat anything), no tab, no byte-order mark past the file's first byte
+    (libyaml skips one at any line's start, so the line's prefix would not be its nesting) and
+    no ``?`` beside a flow bracket (libyaml reads ``[a?b]``, PyYAML refuses it): where the two
+    parsers' rules differ; and nesting provably shallower than ``MAX_DEPTH``. A
     block collection starts at the column of its line's indentation and indicators (``- ``,
     ``? ``, ``: ``), and a nested one starts further right, or at the same column only as a
     sequence that is a mapping's value, whose own entries then start two columns further:
     block nesting is at most ``2 * (PLAIN_INDENT + 1)``; flow nesting at most
     ``PLAIN_BRACKETS`` (``_shallow_flows``); one more for the innermost scalar (55 < 64)."""
-    if "&" in text or "\t" in text:
+    if "&" in text or "\t" in text or "\ufeff" in text:
+        return False
+    if "?" in text and _FLOW_BRACKET.search(text):
         return False
     if text.count("[") + text.count("{") > PLAIN_BRACKETS and not _shallow_flows(text):
         return False
@@ -170,7 +175,7 @@ def parse_yaml(text: str, source: str):
     if FAST_LOADER is not None and _plain(text):
         try:  # libyaml: ten times faster; the same values (tests/test_input_boundary.py)
             return yaml.load(text, Loader=FAST_LOADER)  # noqa: S506 - a CSafeLoader subclass
-        except yaml.YAMLError:
+        except (yaml.YAMLError, UnicodeEncodeError):  # the latter: a lone surrogate
             pass  # the strict loader reports it, with its own message and line
     try:
         return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
