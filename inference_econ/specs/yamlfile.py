@@ -115,8 +115,8 @@ else:  # pragma: no cover - PyYAML built without libyaml
 
 def _plain(text: str) -> bool:
     """Whether ``text`` is within what ``StrictLoader`` accepts without counting: no anchor
-    (so no alias can repeat anything), no tab, no byte-order mark past the file's first byte
-    (libyaml skips one at any line's start, so the line's prefix would not be its nesting) and
+    (so no alias can repeat anything), no tab, no byte-order mark (the reader drops a file's
+    first; libyaml skips one at any line's start, so the line's prefix would not be its nesting) and
     no ``?`` beside a flow bracket (libyaml reads ``[a?b]``, PyYAML refuses it): where the two
     parsers' rules differ; and nesting provably shallower than ``MAX_DEPTH``. A
     block collection starts at the column of its line's indentation and indicators (``- ``,
