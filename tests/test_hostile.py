@@ -442,25 +442,33 @@ def test_a_broken_catalog_file_is_skipped_and_named(tmp_path, monkeypatch):
         catalog.clear_cache()
 
 
-def test_catalog_headers_parse_fast_only_when_they_cannot_hold_a_bomb():
-    """Headers without anchors or aliases go to libyaml; any other header to the strict
-    loader, which refuses alias bombs and duplicate keys."""
+def test_catalog_headers_are_read_by_the_spec_files_loader(tmp_path):
+    """A spec file's header (its name, aliases, description and title lines) is parsed by the
+    loader whole files take: what it reads, and what it refuses, an alias bomb, a repeated key
+    and nesting past 64 (which libyaml alone read, and 30,000 deep crashed the process)."""
     import pytest
 
     from inference_econ.errors import SpecError
     from inference_econ.specs import catalog
     from inference_econ.specs.yamlfile import parse_yaml
 
+    def header(text: str) -> dict:
+        path = tmp_path / "h.yaml"
+        path.write_text(text + "hbm_gb: 80\n")
+        return catalog._header(path)
+
     plain = "name: My GPU\naliases: [mine, my-gpu]\ndescription: >-\n  two\n  lines\n"
-    assert catalog._parse_header(plain, "x.yaml") == parse_yaml(plain, "x.yaml")
-    lol = "name: x\naliases: &a [y, y, y, y, y, y, y, y, y, y]\n" + "".join(
-        f"title{i}: &a{i} [{', '.join(['*a' if i == 0 else f'*a{i - 1}'] * 10)}]\n"
-        for i in range(6)
-    )
+    assert header(plain) == parse_yaml(plain, "x.yaml")
+    lol = "name: x\naliases:\n  - &a0 [y, y, y, y, y, y, y, y, y, y]\n" + "".join(
+        f"  - &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 6)
+    )  # 10^6 values
     with pytest.raises(SpecError, match="alias"):
-        catalog._parse_header(lol, "bomb.yaml")
-    with pytest.raises(SpecError, match="twice"):
-        catalog._parse_header("name: &n a\nname: *n\n", "dup.yaml")
+        header(lol)
+    for text in ("name: &n a\nname: *n\n", "name: a\nname: b\n"):
+        with pytest.raises(SpecError, match="twice"):
+            header(text)
+    with pytest.raises(SpecError, match="nested deeper than 64"):
+        header("name: x\naliases:\n" + "- " * 100 + "x\n")
 
 
 # --- huge integers everywhere, FIFOs and devices, formula strings ----------------

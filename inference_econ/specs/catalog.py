@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import yaml
-
 from ..errors import SpecError, UnknownNameError, did_you_mean, display_sources_with, short
 from .inputs import kind_of, read_text
 from .schema import Reader
@@ -101,29 +99,17 @@ def _files(kind: str, roots: tuple[Path, ...]):
 
 def _header(path: Path) -> dict:
     """The header fields of a spec file (name, aliases, description, title) with their
-    continuation lines, parsed as YAML on their own; a file broken elsewhere is reported when
-    it is loaded (and by ``skipped``)."""
+    continuation lines, parsed as YAML on their own by the spec files' loader (libyaml within
+    its bounds, the strict loader past them: no alias bomb, nesting or repeated key gets
+    through); a file broken elsewhere is reported when it is loaded (and by ``skipped``)."""
     lines, keep = [], False
     for line in read_text(path, MAX_YAML_BYTES).splitlines():
         if line[:1] not in ("", " ", "\t", "-", "#"):
             keep = bool(_HEADER_LINE.match(line))
         if keep:
             lines.append(line)
-    data = _parse_header("\n".join(lines), str(path)) if lines else {}
+    data = parse_yaml("\n".join(lines), str(path)) if lines else {}
     return data if isinstance(data, dict) else {}
-
-
-def _parse_header(text: str, source: str):
-    """A header parsed by libyaml when it cannot hold an alias bomb or deep nesting (no anchor
-    or alias, few brackets): ten times faster than the strict loader, which parses the rest
-    (and reports every error, with its line)."""
-    simple = "&" not in text and "*" not in text and text.count("[") + text.count("{") <= 64
-    if simple and getattr(yaml, "CSafeLoader", None) is not None:
-        try:
-            return yaml.load(text, Loader=yaml.CSafeLoader)  # noqa: S506 - the safe loader
-        except yaml.YAMLError:
-            pass
-    return parse_yaml(text, source)
 
 
 @cache
