@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import reprlib
 import unicodedata
@@ -99,10 +100,13 @@ def short(value, limit: int = 60) -> str:
     ):  # a huge whole number (1e308 read as a count) as 1e+308, not 300 digits cut short
         try:
             return f"{float(value):g}"
-        except OverflowError:  # beyond a float's range: its digits in the same form (1e+400)
-            digits = str(abs(value))
-            mantissa = f"{digits[0]}.{digits[1:6]}".rstrip("0").rstrip(".")
-            return f"{'-' if value < 0 else ''}{mantissa}e+{len(digits) - 1}"
+        except OverflowError:  # beyond a float's range: its digits in the same form (1e+400),
+            magnitude = abs(value)  # counted without str(), which stops at 4,300 digits
+            exponent = int(math.log10(magnitude))
+            exponent += (10 ** (exponent + 1) <= magnitude) - (10**exponent > magnitude)
+            lead = str(magnitude // 10 ** max(exponent - 5, 0))
+            mantissa = f"{lead[0]}.{lead[1:6]}".rstrip("0").rstrip(".")
+            return f"{'-' if value < 0 else ''}{mantissa}e+{exponent}"
         except (TypeError, ValueError):
             pass
     try:

@@ -94,6 +94,8 @@ def test_huge_whole_numbers_print_as_a_reader_wrote_them():
     assert short(int(1e308)) == "1e+308" and short(-(10**20)) == "-1e+20"
     assert short(2**40) == "1099511627776" and short(10**15 - 1) == "999999999999999"
     assert short(10**400) == "1e+400"  # beyond a float: in the same form, never an error
+    # past the 4,300 digits str() converts (a YAML hexadecimal of 100,000 digits reads so)
+    assert short(int("f" * 100_000, 16)) == "9.96014e+120411" and short(-(10**5000)) == "-1e+5000"
     code, err = cli("simulate", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--rate", "1",
                     "--prompt-tokens", "1e308", "--output-tokens", "10")  # fmt: skip
     assert code == 2 and "--prompt-tokens (tokens): is 1e+308 in tokens" in err
@@ -275,6 +277,30 @@ def test_yaml_fast_path_reads_what_the_strict_loader_reads():
     assert _plain("a: 1\nb: [1, 2\n")
     with pytest.raises(SpecError, match="line 3: expected ',' or ']', but got '<stream end>'"):
         parse_yaml("a: 1\nb: [1, 2\n", "f.yaml")
+
+
+def test_values_no_type_holds_and_half_characters_are_refused_by_field():
+    """A scalar its YAML type cannot hold (a 13th month, an integer past Python's 4,300
+    digits, ``!!float abc``) and a \\u escape of half a character, in YAML or JSON (each would
+    fail the first table or write that encodes it), are one error naming the file; a whole
+    character's escape reads."""
+    from inference_econ.specs.inputs import parse_json
+
+    for text, why in (
+        ("price_date: 2025-13-45\n", r"cannot hold \(month must be in 1\.\.12\)"),
+        ("a: " + "9" * 5000 + "\n", r"cannot hold \(Exceeds the limit \(4300 digits\)"),
+        ("a: !!float abc\n", "cannot hold"),
+        ('name: "\\ud800"\n', "field 'name': holds a .u escape of half a character"),
+        ('a: {b: ["x\\udfffy"]}\n', r"field 'a\.b\[0\]': holds a .u escape"),
+    ):
+        with pytest.raises(SpecError, match=why):
+            parse_yaml(text, "f.yaml")
+    assert parse_yaml('a: "\\u00e9"\n', "f.yaml") == {"a": "\u00e9"}
+    with pytest.raises(SpecError, match=r"f.json: field 'runs\[1\]\.model': holds a .u escape"):
+        parse_json('{"runs": [{}, {"model": "x\\ud800"}]}', "f.json")
+    with pytest.raises(SpecError, match="f.json: holds a .u escape"):
+        parse_json('{"\\udc00": 1}', "f.json")
+    assert parse_json('{"e": "\\ud83d\\ude00"}', "f.json") == {"e": "\U0001f600"}
 
 
 def test_files_are_utf8_regular_and_small(tmp_path):

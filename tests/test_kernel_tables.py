@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -134,7 +135,14 @@ def test_hand_checked_rows_of_the_h100_tables():
             "latency_ms",
             "row 1",
         ),
-    ],
+        # a header nested past the JSON parser's depth, and a file that expands past 64 MiB
+        (
+            gzip.compress(b"# " + b"[" * 10**5 + b"]" * 10**5 + b"\nm,latency_ms\n1,0.5\n"),
+            "",
+            "its first line is not",
+        ),
+        (gzip.compress(b"# {}\nm,latency_ms\n" + b"0" * 65 * 2**20), "", "expands to more than"),
+    ],  # fmt: skip
 )
 def test_a_broken_table_is_one_error_naming_the_file_and_field(tmp_path, content, field, problem):
     path = tmp_path / "gemm.csv.gz"
@@ -144,6 +152,15 @@ def test_a_broken_table_is_one_error_naming_the_file_and_field(tmp_path, content
     message = str(caught.value)
     assert "\n" not in message and str(path) in message and problem in message
     assert caught.value.field == field
+
+
+def test_a_table_path_that_is_no_regular_file_is_refused_at_once(tmp_path):
+    """A FIFO named as a table (a folder on INFERENCE_ECON_PATH may hold one) is refused,
+    not waited on."""
+    path = tmp_path / "gemm.csv.gz"
+    os.mkfifo(path)
+    with pytest.raises(SpecError, match="is a FIFO"):
+        read_kernel_table(path)
 
 
 @pytest.mark.parametrize(

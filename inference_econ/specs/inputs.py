@@ -15,6 +15,7 @@ import csv
 import io
 import json
 import os
+import re
 import stat
 import zlib
 from collections.abc import Iterable, Iterator
@@ -212,6 +213,42 @@ def gunzipped(data: bytes, source: str, limit: int = MAX_INPUT_BYTES) -> bytes:
     return b"".join(out)
 
 
+#: A JSON or YAML escape of a UTF-16 surrogate (``\\ud800``-``\\udfff``): half a character,
+#: which no UTF-8 text can hold and every writer of it refuses.
+_SURROGATE_ESCAPE = re.compile(r"\\(?:u|U0000)[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def refuse_surrogates(data: Any, text: str, source: str, field: str = "") -> Any:
+    """``data`` parsed from ``text``, refused by the field that holds a lone surrogate (an
+    escape such as ``\\ud800``, or a YAML pair of them): read in, it would fail the first
+    write or table that encodes it. Only texts with such an escape are walked."""
+    if not _SURROGATE_ESCAPE.search(text):
+        return data
+    stack: list[tuple[str, Any]] = [(field, data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str) and _SURROGATE.search(key):  # named by its mapping
+                    raise _surrogate_error(source, where)
+                stack.append((f"{where}.{key}" if where else str(key), item))
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", item) for i, item in enumerate(value))
+        elif isinstance(value, str) and _SURROGATE.search(value):
+            raise _surrogate_error(source, where)
+    return data
+
+
+def _surrogate_error(source: str, field: str) -> SpecError:
+    return SpecError(
+        source,
+        field,
+        "holds a \\u escape of half a character (a UTF-16 surrogate, \\ud800-\\udfff)",
+        "write the character itself, or drop the escape",
+    )
+
+
 class NotJSON(SpecError):
     """Text that is not JSON at all (a syntax error), as opposed to JSON the parser cannot
     take (nested too deeply, an integer of too many digits): a reader that also accepts other
@@ -223,7 +260,7 @@ def parse_json(text: str, source: str, field: str = "") -> Any:
     parser or a number Python cannot convert is one error naming the source and the line. The
     caller checks the shape."""
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise NotJSON(source, field, f"not valid JSON at line {exc.lineno}: {exc.msg}") from None
     except RecursionError:
@@ -232,6 +269,7 @@ def parse_json(text: str, source: str, field: str = "") -> Any:
         ) from None
     except ValueError as exc:  # e.g. an integer of more digits than Python converts
         raise SpecError(source, field, f"not valid JSON: {str(exc)[:120]}") from None
+    return refuse_surrogates(data, text, source, field)
 
 
 def read_json(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES, remember: bool = True) -> Any:

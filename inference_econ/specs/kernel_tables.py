@@ -12,7 +12,6 @@ until a table is asked for.
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
 from dataclasses import dataclass
@@ -224,10 +223,9 @@ def read_kernel_table(path: str | Path) -> KernelTable:
 @lru_cache(maxsize=8)
 def _read_plain(source: str) -> KernelTable:
     """A table of plain (not compressed) CSV under the same first line, read once."""
-    try:
-        text = Path(source).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(source, "", f"cannot be read ({exc.__class__.__name__})", _FIX) from None
+    from .inputs import read_text
+
+    text = read_text(source, remember=False)  # a regular UTF-8 file of at most 64 MiB
     header, names, body = _split(source, text)
     columns = _columns(source, names, body)
     if "latency_us" not in columns:
@@ -238,11 +236,17 @@ def _read_plain(source: str) -> KernelTable:
 
 @lru_cache(maxsize=64)
 def _read(source: str) -> KernelTable:
+    from .inputs import GZIP_MAGIC, gunzipped, read_bytes
+
+    if not Path(source).exists():
+        raise SpecError(source, "", "no such file", _FIX)
+    # a regular file (not a FIFO or device) of at most 64 MiB, expanding to at most 64 MiB
+    data = read_bytes(source, remember=False)
+    if data[:2] != GZIP_MAGIC:
+        raise SpecError(source, "", "is not a gzip-compressed UTF-8 table", _FIX)
     try:
-        text = gzip.decompress(Path(source).read_bytes()).decode("utf-8")
-    except FileNotFoundError:
-        raise SpecError(source, "", "no such file", _FIX) from None
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        text = gunzipped(data, source).decode("utf-8")
+    except UnicodeDecodeError as exc:
         problem = f"is not a gzip-compressed UTF-8 table ({exc.__class__.__name__})"
         raise SpecError(source, "", problem, _FIX) from None
     header, names, body = _split(source, text)
@@ -263,7 +267,7 @@ def _split(source: str, text: str) -> tuple[dict, list[str], str]:
     head, _, body = rest.partition("\n")
     try:
         header = json.loads(first[2:]) if first.startswith("# ") else None
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         header = None
     if not isinstance(header, dict):
         raise SpecError(source, "", "its first line is not '# ' and a JSON mapping", _FIX)

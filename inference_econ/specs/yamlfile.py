@@ -18,7 +18,7 @@ from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, SequenceNode
 
 from ..errors import SpecError, short
-from .inputs import read_text
+from .inputs import read_text, refuse_surrogates
 
 #: Values that aliases (``*name``) may repeat in one file, counted with everything inside them.
 ALIAS_BUDGET = 10_000
@@ -171,11 +171,16 @@ def parse_yaml(text: str, source: str):
     """Parse YAML text with the strict loader; errors name ``source`` and the line. A text
     within ``_plain``'s bounds is parsed by libyaml with the same duplicate-key check (issue
     28: a frontier reads four spec files); any error it finds is reported by the strict
-    loader, so every message is the strict loader's."""
+    loader, so every message is the strict loader's. A value its tag cannot hold (a date
+    2025-13-45, an integer of 5,000 digits) and a lone surrogate escape are refused too."""
+    return refuse_surrogates(_parsed(text, source), text, source)
+
+
+def _parsed(text: str, source: str):
     if FAST_LOADER is not None and _plain(text):
         try:  # libyaml: ten times faster; the same values (tests/test_input_boundary.py)
             return yaml.load(text, Loader=FAST_LOADER)  # noqa: S506 - a CSafeLoader subclass
-        except (yaml.YAMLError, UnicodeEncodeError):  # the latter: a lone surrogate
+        except (yaml.YAMLError, ValueError, OverflowError, UnicodeEncodeError):
             pass  # the strict loader reports it, with its own message and line
     try:
         return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
@@ -190,6 +195,13 @@ def parse_yaml(text: str, source: str):
     except RecursionError:  # the parser itself (flow collections) before MAX_DEPTH is reached
         raise SpecError(
             source, "", f"not valid YAML: nested deeper than {MAX_DEPTH} levels"
+        ) from None
+    except (ValueError, OverflowError) as exc:  # a scalar its tag cannot hold: 2025-13-45
+        raise SpecError(
+            source,
+            "",
+            f"not valid YAML: a value its type cannot hold ({str(exc).split(';')[0][:120]})",
+            "quote it to keep it as text, or write a valid value",
         ) from None
 
 
