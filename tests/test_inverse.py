@@ -231,6 +231,48 @@ def test_constructed_points_inside_and_outside_the_frontier():
     assert "5% short" in res.rows[0].verdict
 
 
+def test_the_grids_answers_are_every_points():
+    """Speed and cost questions are answered from the points no faster point undercuts: each
+    answer is the whole grid's, to the last bit (checked by brute force over every point)."""
+    import numpy as np
+
+    grid = llama70_grid()
+    for alpha in (None, 0.0, 0.37, 0.8, 1.0):
+        speed, cost = grid._speed_cost(alpha)
+        finite = np.isfinite(cost)
+        assert grid.fastest_tokens_per_s(alpha) == speed[finite].max()
+        # each point's own speed (the tolerance's edge), a little faster, and a price beside it
+        for i in np.flatnonzero(finite.ravel())[::37]:
+            s0, c0 = speed.ravel()[i], cost.ravel()[i]
+            for v in (s0, s0 * (1 - 2e-6), s0 * 1.01):
+                reached = speed >= v * (1 - 1e-6)
+                whole = cost[reached].min() if reached.any() else math.inf
+                assert grid.cost_at_speed(v, alpha) == whole
+                ok = finite & (speed > 0)
+                factor = np.maximum(v / speed[ok], cost[ok] / (1.1 * c0)).min()
+                assert grid.outside_factor(v, 1.1 * c0, alpha) == factor
+
+
+def test_offers_of_one_model_share_their_grids_and_their_answers(monkeypatch):
+    """Inside ``shared_grids`` the second offer of a model builds no setting; every figure is
+    the one an offer analysed alone gets."""
+    from inference_econ.studies.inverse import variants
+
+    offers = [ie.observation(v, p, "Llama 3 70B") for v, p in ((60, 0.5), (158, 0.9), (30, 4))]
+    alone = [ie.feasibility(o, weight_bits="16,8", grid_points=GRID).records() for o in offers]
+    built = []
+    real = variants.setting_for
+    monkeypatch.setattr(variants, "setting_for", lambda *a, **k: built.append(a) or real(*a, **k))
+    with ie.shared_grids():
+        together = [
+            ie.feasibility(o, weight_bits="16,8", grid_points=GRID).records() for o in offers
+        ]
+    assert together == alone
+    assert len(built) == 2  # one a precision, for the first offer only
+    ie.feasibility(offers[0], weight_bits="16,8", grid_points=GRID)
+    assert len(built) == 4  # outside it, every offer builds its own
+
+
 # --- margin ----------------------------------------------------------------------------------
 
 
@@ -391,6 +433,8 @@ def test_infer_commands():
         (("infer", "feasibility", "--speed", "158", "--price", "0.9"), "add --model"),
         # the blend ratio weighs input prices: on the output price it was silently ignored
         (("infer", "margin", "paper-2025", "--blend-ratio", "3"), "--offer-price blended"),
+        # a draft model that is not there is the draft's error, not the model analysed's
+        (("infer", "feasibility", "paper-2025", "--draft", "Llama 3.2 1B"), "--draft: no model"),
     ],
 )
 def test_infer_bad_input_is_one_line_and_exit_2(args, word):

@@ -73,6 +73,7 @@ from .offers import (
     observation,
     overlay_points,
     select_offers,
+    shared_grids,
 )
 from .problem import setting_of
 from .spec_files import (
@@ -720,6 +721,7 @@ __all__ = [
     "run_table",
     "search_method",
     "select_offers",
+    "shared_grids",
     "setting_of",
     "simulate_load",
     "skipped_specs",

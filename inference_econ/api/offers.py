@@ -140,6 +140,20 @@ def overlay_points(
     return overlay(observations, basis, input_per_output, models)
 
 
+def shared_grids():
+    """A context in which the offers analysed (``feasibility``, ``margin``) share the grids of
+    their model's settings: build each once for a whole observations file.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+        Enter it around the loop over offers; the figures are the same as without it.
+    """
+    from ..studies.inverse.variants import shared_grids as shared
+
+    return shared()
+
+
 def feasibility(
     observed: Observation, options: InverseOptions | None = None, **settings
 ) -> FeasibilityResult:

@@ -151,38 +151,40 @@ def context_used(used: dict):
     )
 
 
-def _print(frames, fmt, title, blocks, out, meta=None):
-    """Tables of several offers, one after another (CSV/JSON: one table with an offer column)."""
+def _print(tables, fmt, title, blocks, out, meta=None, drop=()):
+    """Tables of several offers, one after another (CSV/JSON: one table with an offer column).
+    ``tables`` are ``(offer label, rows as dicts)``; ``drop``: columns left out."""
     import pandas as pd
 
     from ..output.render import render
 
     if fmt in ("csv", "json"):
-        emit(render(pd.concat(frames, ignore_index=True), fmt, title=title, meta=meta), out)
+        whole = pd.DataFrame([{"offer": label, **row} for label, rows in tables for row in rows])
+        whole = whole.drop(columns=list(drop))
+        emit(render(whole, fmt, title=title, meta=meta), out)
         return
     text = ""
-    for i, (df, block) in enumerate(zip(frames, blocks)):
-        label = df["offer"].iloc[0]
-        last = meta if i == len(frames) - 1 else None  # the inputs once, after the last table
-        text += (
-            render(df.drop(columns="offer"), fmt, title=f"{title}: {label}", notes=block, meta=last)
-            + "\n"
-        )
+    for i, ((label, rows), block) in enumerate(zip(tables, blocks)):
+        last = meta if i == len(tables) - 1 else None  # the inputs once, after the last table
+        df = pd.DataFrame(rows).drop(columns=list(drop))
+        text += render(df, fmt, title=f"{title}: {label}", notes=block, meta=last) + "\n"
     emit(text, out)
 
 
-def _each(chosen, analyse, kwargs, lines, drop=()):
-    """Run an analysis on every offer: its table (with an offer column), its text lines, and
-    the context its figures were computed at (``{label: tokens}``, for ``inputs``)."""
-    frames, blocks, used = [], [], {}
-    for obs in chosen:
-        result = analyse(obs, **kwargs)
-        df = result.to_dataframe().drop(columns=list(drop))
-        df.insert(0, "offer", obs.label)
-        frames.append(df)
-        blocks.append(lines(result))
-        used[obs.label] = result.context_tokens
-    return frames, blocks, used
+def _each(chosen, analyse, kwargs, lines):
+    """Run an analysis on every offer (sharing their settings' grids): its ``(label, rows)``,
+    its text lines, and the context its figures were computed at (``{label: tokens}``, for
+    ``inputs``)."""
+    from ..api import shared_grids
+
+    tables, blocks, used = [], [], {}
+    with shared_grids():
+        for obs in chosen:
+            result = analyse(obs, **kwargs)
+            tables.append((obs.label, result.records()))
+            blocks.append(lines(result))
+            used[obs.label] = result.context_tokens
+    return tables, blocks, used
 
 
 @click.group(short_help="What observed API speeds and prices imply.")
@@ -227,9 +229,9 @@ def feasibility(observations, provider, model, figure, format, out, **values):
         return ["", *verdicts, "", *result.summary, "", *result.notes]
 
     drop = ("verdict",) if format in ("table", "markdown") else ()
-    frames, blocks, used = _each(chosen, analyse, kwargs, lines, drop)
+    tables, blocks, used = _each(chosen, analyse, kwargs, lines)
     meta = inputs(observations, provider, model, kwargs, used)
-    _print(frames, format, "Feasibility", blocks, out, meta)
+    _print(tables, format, "Feasibility", blocks, out, meta, drop)
     if figure:
         _feasibility_figure(figure, chosen, kwargs)
 
@@ -287,9 +289,9 @@ def margin(observations, provider, model, format, out, **values):
 
     chosen = offers(observations, provider, model, values)
     kwargs = settings_tried(values)
-    frames, blocks, used = _each(chosen, analyse, kwargs, lambda r: ["", r.summary, "", *r.notes])
+    tables, blocks, used = _each(chosen, analyse, kwargs, lambda r: ["", r.summary, "", *r.notes])
     meta = inputs(observations, provider, model, kwargs, used)
-    _print(frames, format, "Markup over GPU rental", blocks, out, meta)
+    _print(tables, format, "Markup over GPU rental", blocks, out, meta)
 
 
 @infer.command(short_help="Fit the k of speed^k/price that explains the offers.")
@@ -356,11 +358,11 @@ def size(observations, provider, model, format, out, **values):
 
     chosen = offers(observations, provider, model, values, sized=True)
     kwargs = settings_tried(values)
-    frames, blocks, used = _each(
+    tables, blocks, used = _each(
         chosen, implied_size, kwargs, lambda r: ["", r.summary, "", *r.notes]
     )
     meta = inputs(observations, provider, model, kwargs, used)
-    _print(frames, format, "Implied model size", blocks, out, meta)
+    _print(tables, format, "Implied model size", blocks, out, meta)
 
 
 COMMANDS = (infer,)

@@ -70,26 +70,28 @@ class FeasibilityResult:
                 return r
         raise KeyError((hardware, weight_bits, assumptions))
 
+    def records(self) -> list[dict]:
+        """The table's rows as dicts (``to_dataframe``'s), for a table of many offers."""
+        return [
+            {
+                "hardware": r.variant.hardware,
+                "assumptions": r.variant.assumptions,
+                "weight_bits": r.variant.bits,
+                "fastest_tokens_per_s": r.fastest_tokens_per_s,
+                "usd_per_mtok": _reached(r.cost_usd_per_mtok),
+                "spec_fastest_tokens_per_s": r.speculative_fastest_tokens_per_s,
+                "spec_usd_per_mtok": _reached(r.speculative_cost_usd_per_mtok),
+                "acceptance_for_speed": r.acceptance_for_speed,
+                "acceptance_for_price": r.acceptance_for_price,
+                "outside_factor": r.outside_factor,
+                "feasible": r.feasible,
+                "verdict": r.verdict,
+            }
+            for r in self.rows
+        ]
+
     def to_dataframe(self) -> pd.DataFrame:
-        return pd.DataFrame(
-            [
-                {
-                    "hardware": r.variant.hardware,
-                    "assumptions": r.variant.assumptions,
-                    "weight_bits": r.variant.bits,
-                    "fastest_tokens_per_s": r.fastest_tokens_per_s,
-                    "usd_per_mtok": _reached(r.cost_usd_per_mtok),
-                    "spec_fastest_tokens_per_s": r.speculative_fastest_tokens_per_s,
-                    "spec_usd_per_mtok": _reached(r.speculative_cost_usd_per_mtok),
-                    "acceptance_for_speed": r.acceptance_for_speed,
-                    "acceptance_for_price": r.acceptance_for_price,
-                    "outside_factor": r.outside_factor,
-                    "feasible": r.feasible,
-                    "verdict": r.verdict,
-                }
-                for r in self.rows
-            ]
-        )
+        return pd.DataFrame(self.records())
 
 
 def _reached(cost: float | None) -> float:

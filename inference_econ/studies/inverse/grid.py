@@ -10,7 +10,8 @@ speculation is recombined for each α (§A6), which costs microseconds instead o
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -27,6 +28,33 @@ ACCEPTANCE_TOLERANCE = 1e-3
 #: The grid is searched in single precision: a speed within this relative distance of a
 #: point's counts as reached (a frontier described in double precision may differ by ~1e-7).
 SPEED_RTOL = 1e-6
+#: Staircases a grid keeps, the least recently asked dropped first: the bisections of many
+#: offers on one grid revisit the same dyadic rates, the coarse ones most (256 hold every rate
+#: of the first eight halvings; at 400 points a staircase is ~2,000 points, 32 KB).
+STAIRCASES_KEPT = 256
+_KEPT_LOCK = threading.Lock()
+#: Grids a process keeps (``speed_cost_grid``; a 400-point grid with a draft holds ~10 MB).
+GRIDS_KEPT = 32
+
+
+@dataclass(frozen=True)
+class Staircase:
+    """The grid points no faster point undercuts, at one acceptance rate: speeds ascending,
+    costs ascending with them (every point of finite cost is at most as fast and at least as
+    expensive as one of these, so each question below has the whole grid's answer)."""
+
+    tokens_per_s: np.ndarray
+    usd_per_mtok: np.ndarray
+
+    @classmethod
+    def of(cls, speed: np.ndarray, cost: np.ndarray) -> Staircase:
+        finite = np.isfinite(cost)
+        s, c = speed[finite], cost[finite]
+        order = np.argsort(s, kind="stable")
+        s, c = s[order], c[order]
+        cheapest_from = np.minimum.accumulate(c[::-1])[::-1]  # min cost at this speed or more
+        step = c == cheapest_from
+        return cls(s[step], c[step])
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,6 +66,7 @@ class SpeedCostGrid:
     batch: np.ndarray
     target_pass_s: dict
     draft_pass_s: dict | None
+    _staircases: dict = field(default_factory=dict, repr=False)
 
     @property
     def speculative(self) -> bool:
@@ -64,18 +93,34 @@ class SpeedCostGrid:
             )
         return speed, np.where(np.isfinite(cost), cost, np.inf)
 
+    def staircase(self, acceptance: float | None = None) -> Staircase:
+        """The points that answer every speed and cost question at ``acceptance`` (kept per
+        rate: the same grid is asked of many offers, and a bisection revisits rates)."""
+        key = None if acceptance is None or not self.speculative else float(acceptance)
+        kept = self._staircases
+        with _KEPT_LOCK:
+            steps = kept.pop(key, None)
+            if steps is not None:
+                kept[key] = steps  # the most recently asked last
+        if steps is None:
+            steps = Staircase.of(*self._speed_cost(key))
+            with _KEPT_LOCK:
+                kept[key] = steps
+                while len(kept) > STAIRCASES_KEPT:
+                    kept.pop(next(iter(kept)))
+        return steps
+
     def fastest_tokens_per_s(self, acceptance: float | None = None) -> float:
         """The highest speed of any feasible point (0 if none is feasible)."""
-        speed, cost = self._speed_cost(acceptance)
-        ok = np.isfinite(cost)
-        return float(speed[ok].max()) if ok.any() else 0.0
+        speed = self.staircase(acceptance).tokens_per_s
+        return float(speed[-1]) if len(speed) else 0.0
 
     def cost_at_speed(self, tokens_per_s: float, acceptance: float | None = None) -> float:
         """$ per million tokens of the cheapest point at least this fast (inf if none is):
         the frontier's cost at that speed (``Frontier.cost_at_speed``)."""
-        speed, cost = self._speed_cost(acceptance)
-        ok = speed >= tokens_per_s * (1 - SPEED_RTOL)
-        return float(cost[ok].min()) if ok.any() else float("inf")
+        steps = self.staircase(acceptance)
+        at = np.searchsorted(steps.tokens_per_s, tokens_per_s * (1 - SPEED_RTOL), side="left")
+        return float(steps.usd_per_mtok[at]) if at < len(steps.usd_per_mtok) else float("inf")
 
     def pareto(self, acceptance: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(tokens/s, $ per million tokens) of the Pareto-optimal points, slowest first."""
@@ -91,11 +136,12 @@ class SpeedCostGrid:
         """How far an offer is outside the frontier (§D2): the smallest f such that some
         point is at least 1/f times as fast and at most f times as expensive. Below 1 the
         offer is inside, with that much to spare; inf if nothing is feasible."""
-        speed, cost = self._speed_cost(acceptance)
-        ok = np.isfinite(cost) & (speed > 0)
+        steps = self.staircase(acceptance)
+        ok = steps.tokens_per_s > 0
         if not ok.any():
             return float("inf")
-        return float(np.maximum(tokens_per_s / speed[ok], cost[ok] / usd_per_mtok).min())
+        speed, cost = steps.tokens_per_s[ok], steps.usd_per_mtok[ok]
+        return float(np.maximum(tokens_per_s / speed, cost / usd_per_mtok).min())
 
     def minimum_acceptance(self, tokens_per_s: float, usd_per_mtok: float | None = None):
         """The smallest α at which the offer is reached: its speed (``usd_per_mtok`` None) or
@@ -127,7 +173,7 @@ def speed_cost_grid(
     return _grid(setting, int(grid_points))
 
 
-@functools.lru_cache(maxsize=32)  # a 400-point grid with a draft holds ~10 MB
+@functools.lru_cache(maxsize=GRIDS_KEPT)
 def _grid(setting: Setting, grid_points: int) -> SpeedCostGrid:
     problem = Problem(setting, Method(grid_points=grid_points))
     n_values, b_values = problem.continuous_axes()

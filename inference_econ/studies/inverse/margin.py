@@ -88,23 +88,25 @@ class MarginResult:
             f"{how(dearest)}){tail}"
         )
 
+    def records(self) -> list[dict]:
+        """The table's rows as dicts (``to_dataframe``'s), for a table of many offers."""
+        return [
+            {
+                "hardware": r.variant.hardware,
+                "assumptions": r.variant.assumptions,
+                "weight_bits": r.variant.bits,
+                "speculation": r.speculation,
+                "gpu_usd_per_hour": r.gpu_usd_per_hour,
+                "fastest_tokens_per_s": r.fastest_tokens_per_s,
+                "usd_per_mtok": r.cost_usd_per_mtok if r.reachable else math.nan,
+                "price_usd_per_mtok": self.price_usd_per_mtok,
+                "markup": r.markup,
+            }
+            for r in self.rows
+        ]
+
     def to_dataframe(self) -> pd.DataFrame:
-        return pd.DataFrame(
-            [
-                {
-                    "hardware": r.variant.hardware,
-                    "assumptions": r.variant.assumptions,
-                    "weight_bits": r.variant.bits,
-                    "speculation": r.speculation,
-                    "gpu_usd_per_hour": r.gpu_usd_per_hour,
-                    "fastest_tokens_per_s": r.fastest_tokens_per_s,
-                    "usd_per_mtok": r.cost_usd_per_mtok if r.reachable else math.nan,
-                    "price_usd_per_mtok": self.price_usd_per_mtok,
-                    "markup": r.markup,
-                }
-                for r in self.rows
-            ]
-        )
+        return pd.DataFrame(self.records())
 
 
 def margin(

@@ -211,7 +211,8 @@ class SizeResult:
             f"settings; price = {self.markup:g} x our cost)"
         )
 
-    def to_dataframe(self) -> pd.DataFrame:
+    def records(self) -> list[dict]:
+        """The table's rows as dicts (``to_dataframe``'s), for a table of many offers."""
         rows = []
         for r in self.rows:
             arch = r.architecture
@@ -230,7 +231,10 @@ class SizeResult:
                     "verdict": r.verdict,
                 }
             )
-        return pd.DataFrame(rows)
+        return rows
+
+    def to_dataframe(self) -> pd.DataFrame:
+        return pd.DataFrame(self.records())
 
 
 def implied_size(

@@ -8,7 +8,9 @@ of a variant: every variant is evaluated with and without it (``grid.SpeedCostGr
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from itertools import product
 from typing import Any
@@ -160,6 +162,22 @@ def context_of(observed, context_tokens=None) -> float:
     return table.option("context_tokens").check(context_tokens)
 
 
+#: The grids of the offers analysed together (``shared_grids``); None outside it.
+_SHARED: ContextVar[dict | None] = ContextVar("inverse_shared_grids", default=None)
+
+
+@contextmanager
+def shared_grids() -> Iterator[None]:
+    """Within it, offers of one model, context and settings share their variants' grids: an
+    observations file of thousands of offers builds each setting once, not once an offer (the
+    first offer reads the spec files, so the running command still records them)."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
 def variant_grids(
     arch: Architecture,
     chosen: tuple[Variant, ...],
@@ -169,7 +187,7 @@ def variant_grids(
     grid_points: int = table.default("grid_points", table.INFER),
 ):
     """``(variant, SpeedCostGrid)`` for every variant (with the draft's passes if given)."""
-    from .grid import speed_cost_grid
+    from .grid import GRIDS_KEPT, speed_cost_grid
 
     grid_points = table.option("grid_points").check(grid_points)
     max_draft_tokens = table.option("max_draft_tokens").check(max_draft_tokens)
@@ -180,7 +198,14 @@ def variant_grids(
             "is 1, which means no speculation (a cycle would yield only the target's token)",
             "drop the draft (--no-speculation), or raise max_draft_tokens (--max-draft) to 2",
         )
-    return [
+    shared = _SHARED.get()
+    key = (arch, tuple(chosen), draft, max_draft_tokens, float(context_tokens), grid_points)
+    try:
+        if shared is not None and key in shared:
+            return list(shared[key])
+    except TypeError:  # a draft given as something unhashable is built afresh
+        shared = None
+    grids = [
         (
             v,
             speed_cost_grid(
@@ -189,6 +214,11 @@ def variant_grids(
         )
         for v in chosen
     ]
+    if shared is not None:  # no more grids than a process keeps: the oldest model's go first
+        shared[key] = tuple(grids)
+        while sum(map(len, shared.values())) > max(GRIDS_KEPT, len(grids)):
+            shared.pop(next(iter(shared)))
+    return grids
 
 
 #: The GPU the inverse analyses try unless told: the paper's H100 (§4).
@@ -268,7 +298,13 @@ class InverseOptions:
         return dataclasses.replace(base, **settings).checked()
 
     def checked(self) -> InverseOptions:
-        """The options with their numbers and choices validated by the table's rows."""
+        """The options with their numbers and choices validated by the table's rows (a draft
+        model that is not there named as the draft, not as the model analysed)."""
+        if self.draft is not None:
+            try:
+                load_model(self.draft)
+            except SpecError as exc:
+                raise exc.inside("argument", "draft") from None
         return dataclasses.replace(
             self,
             acceptance=table.option("acceptance").check(self.acceptance),
