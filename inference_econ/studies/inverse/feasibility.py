@@ -74,9 +74,7 @@ class FeasibilityResult:
         """The table's rows as dicts (``to_dataframe``'s), for a table of many offers."""
         return [
             {
-                "hardware": r.variant.hardware,
-                "assumptions": r.variant.assumptions,
-                "weight_bits": r.variant.bits,
+                **r.variant.columns(),
                 "fastest_tokens_per_s": r.fastest_tokens_per_s,
                 "usd_per_mtok": _reached(r.cost_usd_per_mtok),
                 "spec_fastest_tokens_per_s": r.speculative_fastest_tokens_per_s,

@@ -92,9 +92,7 @@ class MarginResult:
         """The table's rows as dicts (``to_dataframe``'s), for a table of many offers."""
         return [
             {
-                "hardware": r.variant.hardware,
-                "assumptions": r.variant.assumptions,
-                "weight_bits": r.variant.bits,
+                **r.variant.columns(),
                 "speculation": r.speculation,
                 "gpu_usd_per_hour": r.gpu_usd_per_hour,
                 "fastest_tokens_per_s": r.fastest_tokens_per_s,

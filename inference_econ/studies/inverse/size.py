@@ -218,9 +218,7 @@ class SizeResult:
             arch = r.architecture
             rows.append(
                 {
-                    "hardware": r.variant.hardware,
-                    "assumptions": r.variant.assumptions,
-                    "weight_bits": r.variant.bits,
+                    **r.variant.columns(),
                     "speculation": r.speculation,
                     "total_params": r.total_params,
                     "active_params": r.active_params,

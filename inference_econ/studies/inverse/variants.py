@@ -42,6 +42,14 @@ class Variant:
         """The weight precision for a table (16, not 16.0)."""
         return int(self.weight_bits) if float(self.weight_bits).is_integer() else self.weight_bits
 
+    def columns(self) -> dict:
+        """The variant as the first columns of an analysis's table."""
+        return {
+            "hardware": self.hardware,
+            "assumptions": self.assumptions,
+            "weight_bits": self.bits,
+        }
+
 
 def preset_names(value: str | Iterable[str], field: str = "assumptions") -> tuple[str, ...]:
     """Preset names from a comma-separated text or a list, each checked."""
