@@ -1,6 +1,7 @@
-"""CPU seconds of the inverse analyses on files of many offers: ``infer feasibility`` and
-``infer margin`` as whole processes on 300 and 3,000 offers of three models (paper preset, the
-paper's H100, 16/8/4-bit weights, speculation with Llama 3 8B: every offer's bisections run),
+"""CPU seconds of the inverse analyses on files of many offers: ``infer feasibility``,
+``infer margin`` and ``infer preference`` as whole processes on 300 and 3,000 offers of three
+models (paper preset, the paper's H100, 16/8/4-bit weights, speculation with Llama 3 8B: every
+offer's bisections run; the fit at each model's own precision),
 and, with ``--before DIR``, the same commands from another checkout, their outputs compared
 byte for byte.
 
@@ -69,7 +70,7 @@ def main(argv=None) -> int:
         folder = Path(tmp)
         for n in counts:
             path = offers_file(folder / f"offers{n}.csv", n)
-            for command in ("feasibility", "margin"):
+            for command in ("feasibility", "margin", "preference"):
                 args = ["infer", command, str(path)]
                 now = folder / f"{command}{n}.csv"
                 cpu = timed(ROOT, args, now)

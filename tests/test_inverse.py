@@ -418,6 +418,21 @@ def test_infer_commands():
         assert code == 0 and "Example" in out
 
 
+def test_a_table_of_many_offers_keeps_whole_numbers_whole(tmp_path):
+    """One table of every offer (CSV, JSON): a size's layer count stays a whole number where
+    another offer has no size (its cells blank), as each offer's own table writes it."""
+    offers = tmp_path / "offers.csv"
+    offers.write_text(
+        HEADER + "Q1,GPT-4.1,2025-04,110,2,8\nQ2,GPT-4.1,2025-04,1000000,0.000001,0.000001\n"
+    )
+    code, out, _ = run("infer", "size", str(offers), "--weight-bits", "8", "--no-speculation",
+                       "--grid-points", "30", "--format", "json")  # fmt: skip
+    rows = json.loads(out)["rows"]
+    assert code == 0 and [r["offer"].split(":")[0] for r in rows] == ["Q1", "Q2"]
+    assert isinstance(rows[0]["layers"], int) and rows[0]["layers"] > 0
+    assert rows[1]["layers"] is None and rows[1]["total_params"] is None
+
+
 @pytest.mark.parametrize(
     "args, word",
     [

@@ -159,8 +159,14 @@ def _print(tables, fmt, title, blocks, out, meta=None, drop=()):
     from ..output.render import render
 
     if fmt in ("csv", "json"):
-        whole = pd.DataFrame([{"offer": label, **row} for label, rows in tables for row in rows])
-        whole = whole.drop(columns=list(drop))
+        records = [{"offer": label, **row} for label, rows in tables for row in rows]
+        whole = pd.DataFrame(records).drop(columns=list(drop))
+        # a whole number beside a missing one (a size's layers where an offer has none) stays
+        # whole: one table of every offer would read that column as floats
+        whole_numbers = {k for r in records for k, v in r.items() if type(v) is int}
+        for name in whole_numbers & set(whole.columns):
+            if whole[name].dtype.kind == "f":
+                whole[name] = pd.Series([r.get(name) for r in records], dtype=object)
         emit(render(whole, fmt, title=title, meta=meta), out)
         return
     text = ""

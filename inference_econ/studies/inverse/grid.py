@@ -29,8 +29,8 @@ ACCEPTANCE_TOLERANCE = 1e-3
 #: point's counts as reached (a frontier described in double precision may differ by ~1e-7).
 SPEED_RTOL = 1e-6
 #: Staircases a grid keeps, the least recently asked dropped first: the bisections of many
-#: offers on one grid revisit the same dyadic rates, the coarse ones most (256 hold every rate
-#: of the first eight halvings; at 400 points a staircase is ~2,000 points, 32 KB).
+#: offers on one grid revisit the same dyadic rates, the coarse ones most (the first eight
+#: halvings visit 255; at 400 points a staircase is up to ~2,000 points, 32 KB).
 STAIRCASES_KEPT = 256
 _KEPT_LOCK = threading.Lock()
 #: Grids a process keeps (``speed_cost_grid``; a 400-point grid with a draft holds ~10 MB).
@@ -66,7 +66,8 @@ class SpeedCostGrid:
     batch: np.ndarray
     target_pass_s: dict
     draft_pass_s: dict | None
-    _staircases: dict = field(default_factory=dict, repr=False)
+    # kept per acceptance rate; not an argument, so a replaced grid starts with none
+    _staircases: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def speculative(self) -> bool:

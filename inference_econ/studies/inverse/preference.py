@@ -217,11 +217,12 @@ def fit_preference(
     if log_speed_sd is not None:
         log_speed_sd = table.option("log_speed_sd").check(log_speed_sd)
     alpha = opts.acceptance if opts.draft is not None else None
-    frontiers = [_frontier(o, opts, gpu, preset, weight_bits, alpha) for o in observations]
+    shared: dict = {}  # the offers of one model, precision and context share its frontier
+    frontiers = [_frontier(o, opts, gpu, preset, weight_bits, alpha, shared) for o in observations]
     curves = [curve for curve, _, _, _ in frontiers]
     x_obs = np.log([o.tokens_per_s for o in observations])
     ks = np.geomspace(*K_BOUNDS, K_COUNT)
-    predicted = np.stack([c.log_speed_at(ks) for c in curves])  # (points, k)
+    predicted = np.stack(_each_curve(curves, ks))  # (points, k)
     rss = ((x_obs[:, None] - predicted) ** 2).sum(axis=0)
     k_hat = _refine_minimum(curves, x_obs, ks, rss)
     rss_hat = _rss(curves, x_obs, k_hat)
@@ -264,13 +265,19 @@ def _observations(observations) -> tuple[Observation, ...]:
     return observations
 
 
-def _frontier(obs: Observation, opts: InverseOptions, gpu: str, preset: str, weight_bits, alpha):
+def _frontier(
+    obs: Observation, opts: InverseOptions, gpu: str, preset: str, weight_bits, alpha, shared
+):
     """An offer's model's frontier in the fit's setting, at the offer's precision (else
     ``weight_bits``, else the model file's) and context: (its ``PreferenceCurve``, its grid,
-    the architecture, the weight bits); a model with no feasible configuration is refused."""
+    the architecture, the weight bits), taken from ``shared`` where an earlier offer built it;
+    a model with no feasible configuration is refused."""
     arch = obs.architecture()
     b = obs.weight_bits or weight_bits or arch.precision.weight_bits
     context = context_of(obs, opts.context_tokens)
+    key = (arch, float(b), context)
+    if key in shared:
+        return shared[key]
     setting = setting_for(
         arch, Variant(gpu, preset, float(b)), opts.draft, opts.max_draft_tokens, context
     )
@@ -278,7 +285,8 @@ def _frontier(obs: Observation, opts: InverseOptions, gpu: str, preset: str, wei
     speed, cost = grid.pareto(alpha)
     if speed.size == 0:
         raise InfeasibleError(f"{obs.origin}: {setting.name} has no feasible configuration")
-    return PreferenceCurve.from_points(speed, cost), grid, arch, float(b)
+    shared[key] = PreferenceCurve.from_points(speed, cost), grid, arch, float(b)
+    return shared[key]
 
 
 def _points(observations, frontiers, k_hat: float, alpha, opts: InverseOptions) -> tuple:
@@ -323,8 +331,17 @@ def _one(values: tuple[str, ...], field: str) -> str:
     return values[0]
 
 
+def _each_curve(curves, k) -> list:
+    """Each offer's ln(speed) at ``k``, computed once per distinct curve (offers share them)."""
+    at: dict[int, np.ndarray] = {}
+    for c in curves:
+        if id(c) not in at:
+            at[id(c)] = c.log_speed_at(k)
+    return [at[id(c)] for c in curves]
+
+
 def _rss(curves, x_obs, k: float) -> float:
-    return float(sum((x - c.log_speed_at(k)) ** 2 for x, c in zip(x_obs, curves)))
+    return float(sum((x - s) ** 2 for x, s in zip(x_obs, _each_curve(curves, k))))
 
 
 def _refine_minimum(curves, x_obs, ks, rss) -> float:

@@ -94,6 +94,13 @@ def variants(
     )
 
 
+#: What a warning about the draft adds: the draft is every offer's.
+EVERY_OFFER = (
+    " (the draft applies to every offer: turn speculation off with --no-speculation, "
+    "speculation=False, to price this one without it)"
+)
+
+
 def setting_for(
     arch: Architecture,
     variant: Variant,
@@ -113,12 +120,7 @@ def setting_for(
     if draft is None:
         return setting
     draft = load_model(draft)
-    check_draft(
-        setting.model,
-        draft,
-        " (the draft applies to every offer: turn speculation off with --no-speculation, "
-        "speculation=False, to price this one without it)",
-    )
+    check_draft(setting.model, draft, EVERY_OFFER)
     spec = SpecDecoding(draft, 1.0, max_draft_tokens)
     return setting.replace(spec=spec)
 
@@ -210,6 +212,9 @@ def variant_grids(
     key = (arch, tuple(chosen), draft, max_draft_tokens, float(context_tokens), grid_points)
     try:
         if shared is not None and key in shared:
+            for _, grid in shared[key]:  # warned as the offer's own settings would be
+                if grid.setting.spec is not None:
+                    check_draft(grid.setting.model, grid.setting.spec.draft, EVERY_OFFER)
             return list(shared[key])
     except TypeError:  # a draft given as something unhashable is built afresh
         shared = None
@@ -222,7 +227,7 @@ def variant_grids(
         )
         for v in chosen
     ]
-    if shared is not None:  # no more grids than a process keeps: the oldest model's go first
+    if shared is not None:  # as many grids as a process keeps itself: the oldest go first
         shared[key] = tuple(grids)
         while sum(map(len, shared.values())) > max(GRIDS_KEPT, len(grids)):
             shared.pop(next(iter(shared)))
