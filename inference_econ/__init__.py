@@ -75,7 +75,6 @@ _EXPORTS = {
     "feasibility": ("studies.inverse.feasibility", "feasibility"),
     "FeasibilityResult": ("studies.inverse.feasibility", "FeasibilityResult"),
     "margin": ("studies.inverse.margin", "margin"),
-    "shared_grids": ("studies.inverse.variants", "shared_grids"),
     "MarginResult": ("studies.inverse.margin", "MarginResult"),
     "fit_preference": ("studies.inverse.preference", "fit_preference"),
     "PreferenceFit": ("studies.inverse.preference", "PreferenceFit"),

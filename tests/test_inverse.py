@@ -256,6 +256,7 @@ def test_the_grids_answers_are_every_points():
 def test_offers_of_one_model_share_their_grids_and_their_answers(monkeypatch):
     """Inside ``shared_grids`` the second offer of a model builds no setting; every figure is
     the one an offer analysed alone gets."""
+    from inference_econ.api import shared_grids
     from inference_econ.studies.inverse import variants
 
     offers = [ie.observation(v, p, "Llama 3 70B") for v, p in ((60, 0.5), (158, 0.9), (30, 4))]
@@ -263,7 +264,7 @@ def test_offers_of_one_model_share_their_grids_and_their_answers(monkeypatch):
     built = []
     real = variants.setting_for
     monkeypatch.setattr(variants, "setting_for", lambda *a, **k: built.append(a) or real(*a, **k))
-    with ie.shared_grids():
+    with shared_grids():
         together = [
             ie.feasibility(o, weight_bits="16,8", grid_points=GRID).records() for o in offers
         ]
