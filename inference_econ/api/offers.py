@@ -141,8 +141,8 @@ def overlay_points(
 
 
 def shared_grids():
-    """A context in which the offers analysed (``feasibility``, ``margin``) share the grids of
-    their model's settings: build each once for a whole observations file.
+    """A context in which the offers analysed (``feasibility``, ``margin``, ``implied_size``)
+    share the grids of their model's settings: build each once for a whole observations file.
 
     Returns
     -------
