@@ -230,3 +230,19 @@ def test_the_test_index_names_every_module_and_existing_files():
         assert covered, f"tests/README.md: no row for {module}"
     for name in set(re.findall(r"`(test_\w+\.py)`", index)):
         assert (ROOT / "tests" / name).is_file(), f"tests/README.md names a missing {name}"
+
+
+@pytest.mark.parametrize("folder", ["docs/img", "figures"])
+def test_every_shipped_figure_is_the_one_its_record_stamps(folder):
+    """A figure committed without its record (or the other way) makes the command that drew
+    it refuse to draw it again on a fresh clone ("has changed since inference-econ wrote it")."""
+    import hashlib
+    import json
+
+    record = json.loads((ROOT / folder / ".inference-econ-files.json").read_text())
+    stale = []
+    for name, (size, digest) in record["stamps"].items():
+        data = (ROOT / folder / name).read_bytes()
+        if len(data) != size or hashlib.sha256(data).hexdigest() != digest:
+            stale.append(name)
+    assert len(record["stamps"]) >= 8 and stale == []

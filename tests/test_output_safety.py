@@ -560,3 +560,17 @@ def test_the_record_is_written_before_the_file(tmp_path, monkeypatch):
     monkeypatch.undo()
     write_atomic(out, "whole\n")
     assert out.read_text() == "whole\n"
+
+
+def test_an_output_is_named_as_typed(tmp_path):
+    """Errors name an output option as the user types it (``--timeline-figure``), not as its
+    Python parameter (``--timeline_figure``)."""
+    run = ["simulate", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--rate", "1"]
+    run += ["--timeline-figure"]
+    code, err = cli(*run, tmp_path)
+    assert code == 2 and "--timeline-figure" in err and "--timeline_figure" not in err
+    theirs = tmp_path / "theirs.png"
+    theirs.write_bytes(b"a user's picture")
+    code, err = cli(*run, theirs)
+    assert code == 2 and "--timeline-figure" in err and "--timeline_figure" not in err
+    assert "would destroy it" in err and theirs.read_bytes() == b"a user's picture"

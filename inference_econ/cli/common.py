@@ -309,16 +309,16 @@ def _check_outputs(ctx: click.Context) -> None:
         if isinstance(param.type, OutputFile):
             from ..output.files import check_output  # only with an output file
 
-            check_output(value, f"--{param.name}")
+            check_output(value, typed_name(param.name, ctx))
             key = api.file_identity(value) or str(Path(value).resolve())
             if key in seen:
                 raise SpecError(
                     "command line",
-                    f"--{param.name}",
+                    typed_name(param.name, ctx),
                     f"names the same file as {seen[key]}",
                     "give each output its own file",
                 )
-            seen[key] = f"--{param.name}"
+            seen[key] = typed_name(param.name, ctx)
 
 
 def given(ctx: click.Context) -> set[str]:
@@ -485,7 +485,7 @@ class OutputFile(click.ParamType):
     def convert(self, value, param, ctx):
         from ..output.files import check_output
 
-        flag = f"--{param.name}" if param is not None else "output"
+        flag = typed_name(param.name, ctx) if param is not None else "output"
         try:  # whose file it is: checked after the inputs (``_check_outputs``)
             check_output(value, flag, self.suffixes, owned=False)
         except SpecError as exc:
@@ -529,7 +529,7 @@ class OutputFolder(click.ParamType):
         from ..output.files import check_folder
 
         try:
-            check_folder(value, f"--{param.name}" if param is not None else "output")
+            check_folder(value, typed_name(param.name, ctx) if param is not None else "output")
         except SpecError as exc:
             fail(exc)
         return value
