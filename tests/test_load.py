@@ -1743,3 +1743,21 @@ def test_a_short_run_of_sessions_on_two_instances_counts_one_instances_requests(
     note = next(n for n in run.notes if n.startswith("only "))
     each = int(note.split()[1])
     assert run.requests > 150 and each == round(run.requests / 2), (run.requests, note)
+
+
+def test_a_load_frontier_over_several_gpus_says_each_rows_gpu_and_each_gpus_price():
+    """Searched over two GPUs, each row names its GPU and the metadata prices each GPU at its
+    own rate (it had stated the first GPU's price for rows on the other)."""
+    load = ("--prompt-tokens", "500", "--output-tokens", "50", "--requests", "100")
+    code, out, _ = _run(
+        "frontier", "Llama 3 8B", "-H", "H100,H200", "--rate", "5", "--slo-tpot-p99", "0.05",
+        "--max-gpus", "1", *load, "--format", "csv",
+    )  # fmt: skip
+    lines = out.splitlines()
+    header = next(line for line in lines if not line.startswith("#")).split(",")
+    assert code == 0 and "hardware" in header
+    rows = [line.split(",") for line in lines[lines.index(",".join(header)) + 1 :]]
+    assert rows and {row[header.index("hardware")] for row in rows} <= {"H100-SXM", "H200-SXM"}
+    first = lines[0]
+    h100, h200 = (ie.load_hardware(g).price_usd_per_hour for g in ("H100", "H200"))
+    assert f"price_usd_per_gpu_hour H100-SXM {h100:g}; H200-SXM {h200:g}" in first

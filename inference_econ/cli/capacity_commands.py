@@ -737,10 +737,12 @@ def _load_frontier_text(front, fmt: str) -> str:
         "input_tokens_per_output_token",
         "mfu",
     ]
+    meta = front.metadata()
+    if "," in str(meta.get("hardware", "")):  # several GPUs searched: say each row's
+        cols.insert(cols.index("layout"), "hardware")
     cols += [c for n in cols for c in interval_columns(n) if c in front.points]
     df = front.points[cols]
     first = front.points.iloc[0]
-    meta = front.metadata()
     line = figures_line(first["assumptions"])
     odds = (
         [

@@ -64,7 +64,7 @@ def load_frontier(
     times as many (more instances: smaller batches, faster tokens, higher price)."""
     rate = _planned_rate(traffic)
     rows: list = []
-    meta: dict = {}
+    metas: dict = {}  # each GPU's first run's metadata
     for s in settings:
         for n in sizes_tried(s, sizes, max_gpus):
             knee = knee_of("deployment", s, Deployment(n, 1), traffic, targets, config)
@@ -80,7 +80,7 @@ def load_frontier(
                     row["copies_idle"] = any(n.startswith(IDLE_COPIES) for n in r.notes)
                     speed = inverse_intervals(row, "tpot_mean_s", "tokens_per_s")
                     rows.append({"tokens_per_s": 1.0 / r.tpot_s.mean, **speed, **row})
-                    meta = meta or r.metadata()
+                    metas.setdefault(s.gpu.name, r.metadata())
             if progress:
                 progress(
                     f"{s.gpu.name}, instances of {n} {plural(n, 'GPU')}: {len(rows)} "
@@ -92,6 +92,7 @@ def load_frontier(
     every = pd.DataFrame(rows)
     keep = pareto_indices(1.0 / every["tokens_per_s"].to_numpy(), every[ALL_IN].to_numpy())
     points = every.iloc[np.sort(keep)].sort_values("tokens_per_s").reset_index(drop=True)
+    meta = _merged(metas)
     if max_gpus is not None:
         meta["max_gpus"] = int(max_gpus)
     idle = sorted(set(points.loc[points["copies_idle"], "layout"]))
@@ -99,7 +100,23 @@ def load_frontier(
         meta["redundant_experts_balance_nothing_on"] = "; ".join(idle)
     if len(settings) > 1:
         meta["hardware"] = ", ".join(s.gpu.name for s in settings)
-        meta.pop("hardware_file", None)
     if traffic.input_notes:  # the trace rows left out (unreadable): the load is the others'
         meta["trace_left_out"] = "; ".join(traffic.input_notes)
     return LoadFrontier(rate, targets, points, every, meta)
+
+
+def _merged(metas: dict) -> dict:
+    """One metadata of the GPUs' runs: what they share as it is, what differs by GPU (its
+    file, price, price date) as "GPU value" for each GPU, in the order searched."""
+    first = next(iter(metas.values()))
+    keys = dict.fromkeys(k for m in metas.values() for k in m)
+    out = {}
+    for key in keys:
+        values = {gpu: m.get(key) for gpu, m in metas.items()}
+        same = len({repr(v) for v in values.values()}) == 1
+        out[key] = (
+            first.get(key)
+            if same
+            else "; ".join(f"{gpu} {v}" for gpu, v in values.items() if v is not None)
+        )
+    return out
