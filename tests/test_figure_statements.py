@@ -276,3 +276,26 @@ def test_a_stated_expert_degree_is_the_one_simulated():
     assert tpot["TP8 EP8"] / tpot["TP8 EP1"] - 1.0 > 0.01, tpot
     with pytest.raises(SpecError, match="EP2 splits the experts over part of the tensor group"):
         ie.simulate_load("DeepSeek-V3", "H200", **load, layout="TP8 EP2")
+
+
+def test_no_latency_of_a_run_under_load_is_shorter_than_one_ideal_step():
+    """One request at a time on one H100: the time per token's band reached down to 4.1 ms
+    at 90 % (x0.49 of 8.3 ms), below what the ideal bound takes to read Llama 3.1 8B's
+    weights once (5.0 ms, the refined preset's one token of one request): every latency's end
+    stops there."""
+    from inference_econ.serving.intervals import LOAD_LATENCIES, ideal, load_intervals
+    from inference_econ.serving.step_floor import one_step_floor_s
+
+    r = ie.simulate_load(
+        "Llama 3.1 8B", "H100", gpus=1, arrival_rate_per_s=0.2, input_lengths="100",
+        output_lengths="200", requests=200,
+    )  # fmt: skip
+    floor = one_step_floor_s(ideal(r.setting), (1,))
+    weights_s = 16.06e9 / r.setting.gpu.hbm_bandwidth_bytes_per_s  # 8.03B parameters, BF16
+    assert 0.9 * weights_s < floor < 1.2 * weights_s  # one read of the 16-bit weights
+    ends = load_intervals(r)
+    low = [ends[f"{n}_low90"] for n in LOAD_LATENCIES if f"{n}_low90" in ends]
+    assert len(low) == len(LOAD_LATENCIES) and min(low) >= floor
+    assert ends["tpot_mean_s_low90"] == pytest.approx(floor)  # the band's end was below it
+    spec = r.setting.replace(spec=ie.SpecDecoding(ie.load_model("Llama 3 8B"), 0.8))
+    assert one_step_floor_s(ideal(spec), (1,)) == 0.0  # a verified token can take under one step

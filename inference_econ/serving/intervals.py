@@ -35,6 +35,7 @@ from .figure_labels import interval_columns as interval_columns
 from .figure_labels import interval_keys as interval_keys
 from .interval_table import QUANTILES, Band, FigureKind
 from .setting import Setting
+from .step_floor import one_step_floor_s
 from .support import Support, class_bands, layout_class, row_layouts, support_line, support_of
 
 if TYPE_CHECKING:
@@ -625,6 +626,12 @@ def load_intervals(result) -> dict:
                 where=where,
             )  # fmt: skip
         )
+    pools = (result.gpus_per_instance, result.prefill_gpus_per_instance)
+    floor = one_step_floor_s(ideal(setting), pools)
+    for column in (
+        c for n in (*LOAD_LATENCIES, *sessions) for c in interval_columns(n) if c in out
+    ):
+        out[column] = max(out[column], floor)  # no latency shorter than one ideal step
     for column in interval_columns("mean_batch"):  # no more requests than an instance holds
         if column in out:
             out[column] = min(out[column], result.batch_limit)
