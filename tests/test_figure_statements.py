@@ -299,3 +299,33 @@ def test_no_latency_of_a_run_under_load_is_shorter_than_one_ideal_step():
     assert ends["tpot_mean_s_low90"] == pytest.approx(floor)  # the band's end was below it
     spec = r.setting.replace(spec=ie.SpecDecoding(ie.load_model("Llama 3 8B"), 0.8))
     assert one_step_floor_s(ideal(spec), (1,)) == 0.0  # a verified token can take under one step
+
+
+def test_a_confident_plan_says_when_its_latencies_own_ends_pass_a_target():
+    """The guide's plan (Llama 3.3 70B, 5 x 2 H100 at 20 req/s) is its own 90 % plan, yet its
+    p99 TPOT's 90 % interval reaches 55.97 ms against a 50 ms target: the output says the two
+    are sized on different bands, and says nothing where every end is within its target."""
+    from types import SimpleNamespace
+
+    from inference_econ.cli.capacity_commands import _latency_ends_note
+    from inference_econ.load.deployment import Deployment
+    from inference_econ.load.targets import Targets
+
+    row = {"ttft_p99_s_high90": 2.559, "tpot_p99_s_high90": 0.05597, "e2e_p99_s_high90": 40.0}
+    result = SimpleNamespace(row=lambda: row, hardware="H100-SXM")
+    five = Deployment(2, 5)
+    confident = SimpleNamespace(deployment=five, hardware=None, level=90)
+    plan = SimpleNamespace(
+        confident=confident, deployment=five, result=result, targets=Targets(2.0, 0.05)
+    )
+    (line,) = _latency_ends_note(plan)
+    assert "p99 TTFT 2,559 ms against 2,000 ms; p99 TPOT 55.97 ms against 50 ms" in line
+    assert "E2E" not in line
+    assert _latency_ends_note(replaced(plan, targets=Targets(3.0, 0.06))) == []
+    assert _latency_ends_note(replaced(plan, deployment=Deployment(2, 4))) == []
+
+
+def replaced(ns, **changes):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(**{**vars(ns), **changes})

@@ -574,8 +574,7 @@ def _plan_line(plan) -> str:
 
 
 def _confident_notes(plan) -> list[str]:
-    c = plan.confident
-    if c is None:
+    if (c := plan.confident) is None:
         return []
     text = (
         f"At {c.level} % confidence: one instance may hold as little as {c.factor:.2f} x the "
@@ -587,7 +586,30 @@ def _confident_notes(plan) -> list[str]:
         "million output tokens)."
     )
     text += f" ({c.note})" if c.note else ""
-    return [text, *([c.extrapolates] if c.extrapolates else [])]
+    return [text, *([c.extrapolates] if c.extrapolates else []), *_latency_ends_note(plan)]
+
+
+def _latency_ends_note(plan) -> list[str]:
+    """A line where the confident plan is the expected deployment and its p99 latencies' own
+    intervals pass a target at their far end (each latency on its own kind's band)."""
+    c, r = plan.confident, plan.result
+    if c.deployment != plan.deployment or c.hardware not in (None, r.hardware):
+        return []
+    ends, t = r.row(), plan.targets
+    over = [
+        f"p99 {n.upper()} {ends[f'{n}_p99_s_high{c.level}'] * 1e3:,.4g} ms against "
+        f"{getattr(t, f'{n}_p99_s') * 1e3:,.4g} ms"
+        for n in ("ttft", "tpot", "e2e")
+        if getattr(t, f"{n}_p99_s") is not None
+        and ends.get(f"{n}_p99_s_high{c.level}", 0.0) > getattr(t, f"{n}_p99_s")
+    ]
+    return [
+        f"The {c.level} % plan is sized on the load one instance holds within the targets (the "
+        f"low end of its interval); the p99 latencies' own {c.level} % intervals at the offered "
+        f"load pass a target at their far end ({'; '.join(over)}): each is calibrated on its "
+        "own kind of measured result, the held load on throughputs at maximum load, so the two "
+        "need not agree (docs/model-part-f.md §F12)."
+    ][: bool(over)]
 
 
 def _max_load_text(result, fmt: str) -> str:
