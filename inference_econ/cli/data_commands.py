@@ -288,6 +288,16 @@ def calibrate(csv, engine, split, no_holdout, name, out, format):
         if held is not None:
             click.echo(render(held, format, title=f"Left out one {split} at a time"), nl=False)
         click.echo(line, err=format == "csv")  # a CSV on stdout stays a table
+    if result.by_source and result.held_out["median"] > result.prior_only["median"]:
+        from ..errors import warn
+
+        warn(
+            f"the fitted terms err more on the {split}s left out "
+            f"({result.held_out['median']:.3f} median) than the priors alone on every row "
+            f"({result.prior_only['median']:.3f}): the fit does not carry beyond the rows it saw"
+            + (f", and {out} holds it" if out else "")
+            + "; keep the profile it started from, or add rows from more sources"
+        )
     if out:
         emit(calibrated_yaml(result, engine, name), out)
 
