@@ -544,3 +544,11 @@ def test_computed_with_states_the_context_the_figures_used(tmp_path, command):
     assert "context 2000 tokens" in both
     offers = "0 tokens (A: Llama 3 70B, 2024-08), 2,000 tokens (B: Llama 3 70B, 2024-08)"
     assert f"context per offer: {offers};" in both
+
+
+def test_a_cost_just_past_the_price_is_not_printed_as_the_price():
+    """An offer 0.008 % too cheap for our cost had read "1.00x the price", beside "infeasible"."""
+    from inference_econ.studies.inverse.feasibility import _gap
+
+    assert _gap(50.0, 0.08, 60.0, 0.0800064, "price").endswith("1.00008x the price")
+    assert _gap(50.0, 1.0, 60.0, 1.513, "price").endswith("1.51x the price")

@@ -216,7 +216,12 @@ def _gap(speed, price, fastest, cost, criterion) -> str:
             if fastest
             else "nothing fits"
         )
-    return f"costs {usd(cost)}, {cost / price:.2f}x the price"
+    ratio = cost / price  # past the price by less than 0.005: as many digits as show it
+    return (
+        f"costs {usd(cost)}, {ratio:.2f}x the price"
+        if ratio >= 1.005
+        else (f"costs {usd(cost)}, {ratio:.6g}x the price")
+    )
 
 
 def _verdict(
