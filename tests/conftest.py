@@ -201,7 +201,7 @@ def fresh_searches(monkeypatch):
 #: Requests an instance's whole run of the shipped measured rows replays where the --help
 #: examples run (``help_example_runs``) and where tests read those runs again
 #: (``whole_runs_of``): which rows are used and resolved is checked, not their figures.
-EXAMPLE_WHOLE_RUNS = 500
+EXAMPLE_WHOLE_RUNS = 200
 #: The caches of ``replay`` kept for each whole-run length asked for: {requests: {name: cache}}.
 _WHOLE_RUN_CACHES: dict[int, dict] = {}
 
