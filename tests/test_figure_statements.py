@@ -319,7 +319,7 @@ def test_a_confident_plan_says_when_its_latencies_own_ends_pass_a_target():
         confident=confident, deployment=five, result=result, targets=Targets(2.0, 0.05)
     )
     (line,) = _latency_ends_note(plan)
-    assert "p99 TTFT 2,559 ms against 2,000 ms; p99 TPOT 55.97 ms against 50 ms" in line
+    assert "p99 TTFT 2.559 s against 2 s; p99 TPOT 55.97 ms against 50 ms" in line
     assert "E2E" not in line
     assert _latency_ends_note(replaced(plan, targets=Targets(3.0, 0.06))) == []
     assert _latency_ends_note(replaced(plan, deployment=Deployment(2, 4))) == []
@@ -329,3 +329,24 @@ def replaced(ns, **changes):
     from types import SimpleNamespace
 
     return SimpleNamespace(**{**vars(ns), **changes})
+
+
+def test_the_ideal_step_floor_leaves_prices_and_other_pools_prompts_alone():
+    """A session's price is not a latency (it had been raised to 0.00498, the floor's seconds,
+    from 5.8e-7 $); a prompt prefilled by a pool on other GPUs (B200) may be faster than one
+    step of the decode pool's (L40S, 18.6 ms): its TTFT keeps its band."""
+    from inference_econ.serving.intervals import load_intervals
+
+    short = dict(gpus=1, input_lengths="100", output_lengths="200")
+    busy = ie.simulate_load(
+        "Llama 3.1 8B", "H100", **short, arrival_rate_per_s=3000, session_turns=3, requests=600
+    )
+    ends = load_intervals(busy)
+    assert ends["usd_per_session_low90"] < busy.usd_per_session < ends["usd_per_session_high90"]
+    split = ie.simulate_load(
+        "Llama 3.1 8B", "L40S", **short, prefill_gpus=1, prefill_instances=1,
+        prefill_hardware="B200", arrival_rate_per_s=0.2, requests=200,
+    )  # fmt: skip
+    ends = load_intervals(split)
+    assert ends["ttft_mean_s_low90"] < split.ttft_s.mean < ends["ttft_mean_s_high90"]
+    assert ends["tpot_mean_s_low90"] > 0.018  # the decode pool's own step stays its floor

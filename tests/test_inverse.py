@@ -547,8 +547,11 @@ def test_computed_with_states_the_context_the_figures_used(tmp_path, command):
 
 
 def test_a_cost_just_past_the_price_is_not_printed_as_the_price():
-    """An offer 0.008 % too cheap for our cost had read "1.00x the price", beside "infeasible"."""
+    """An offer 0.008 % too cheap for our cost had read "1.00x the price", beside "infeasible":
+    as many decimals as tell the cost from the price."""
     from inference_econ.studies.inverse.feasibility import _gap
 
-    assert _gap(50.0, 0.08, 60.0, 0.0800064, "price").endswith("1.00008x the price")
+    assert _gap(50.0, 0.08, 60.0, 0.0800064, "price").endswith("1.0001x the price")
+    assert _gap(50.0, 1.0, 60.0, 1.000001, "price").endswith("1.000001x the price")
+    assert _gap(50.0, 2.0, 60.0, 2.01, "price").endswith("1.005x the price")  # not 1.00x
     assert _gap(50.0, 1.0, 60.0, 1.513, "price").endswith("1.51x the price")

@@ -1761,3 +1761,17 @@ def test_a_load_frontier_over_several_gpus_says_each_rows_gpu_and_each_gpus_pric
     first = lines[0]
     h100, h200 = (ie.load_hardware(g).price_usd_per_hour for g in ("H100", "H200"))
     assert f"price_usd_per_gpu_hour H100-SXM {h100:g}; H200-SXM {h200:g}" in first
+
+
+def test_a_gpu_no_deployment_of_which_meets_the_targets_is_still_priced_as_itself():
+    """L4 holds none of these loads within 20 ms a token: the frontier's rows are all H100's,
+    and its metadata still states each GPU's own file and price, not H100's for both."""
+    code, out, _ = _run(
+        "frontier", "Llama 3 8B", "-H", "H100,L4", "--rate", "5", "--slo-tpot-p99", "0.02",
+        "--max-gpus", "2", "--requests", "100", "--prompt-tokens", "500", "--output-tokens",
+        "50", "--format", "csv",
+    )  # fmt: skip
+    first = out.splitlines()[0]
+    assert code == 0 and "(H100-SXM hardware/h100_sxm.yaml; L4 hardware/l4.yaml)" in first
+    h100, l4 = (ie.load_hardware(g).price_usd_per_hour for g in ("H100", "L4"))
+    assert f"price_usd_per_gpu_hour H100-SXM {h100:g}; L4 {l4:g};" in first

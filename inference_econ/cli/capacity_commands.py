@@ -590,15 +590,15 @@ def _confident_notes(plan) -> list[str]:
 
 
 def _latency_ends_note(plan) -> list[str]:
-    """A line where the confident plan is the expected deployment and its p99 latencies' own
-    intervals pass a target at their far end (each latency on its own kind's band)."""
+    """A line where the confident plan is the expected one and a p99's own interval passes."""
+    _duration = lambda s: f"{s * 1e3:.4g} ms" if s < 1 else f"{s:,.4g} s"  # noqa: E731
     c, r = plan.confident, plan.result
     if c.deployment != plan.deployment or c.hardware not in (None, r.hardware):
         return []
     ends, t = r.row(), plan.targets
     over = [
-        f"p99 {n.upper()} {ends[f'{n}_p99_s_high{c.level}'] * 1e3:,.4g} ms against "
-        f"{getattr(t, f'{n}_p99_s') * 1e3:,.4g} ms"
+        f"p99 {n.upper()} {_duration(ends[f'{n}_p99_s_high{c.level}'])} against "
+        f"{_duration(getattr(t, f'{n}_p99_s'))}"
         for n in ("ttft", "tpot", "e2e")
         if getattr(t, f"{n}_p99_s") is not None
         and ends.get(f"{n}_p99_s_high{c.level}", 0.0) > getattr(t, f"{n}_p99_s")

@@ -18,7 +18,7 @@ from ..load.deployment import Deployment
 from ..load.engine import DEFAULT_ENGINE, IDLE_COPIES, EngineConfig
 from ..load.targets import Targets
 from ..serving.derived_intervals import inverse_intervals
-from ..serving.setting import Setting
+from ..serving.setting import Setting, requests_metadata
 from .candidates import _instances_for, sizes_tried
 from .capacity import _planned_rate
 from .frontier import pareto_indices
@@ -64,7 +64,9 @@ def load_frontier(
     times as many (more instances: smaller batches, faster tokens, higher price)."""
     rate = _planned_rate(traffic)
     rows: list = []
-    metas: dict = {}  # each GPU's first run's metadata
+    # each GPU's metadata: its first run's, else (no deployment meets the targets) its own
+    metas: dict = {s.gpu.name: requests_metadata(s) for s in settings}
+    ran: set = set()
     for s in settings:
         for n in sizes_tried(s, sizes, max_gpus):
             knee = knee_of("deployment", s, Deployment(n, 1), traffic, targets, config)
@@ -80,7 +82,9 @@ def load_frontier(
                     row["copies_idle"] = any(n.startswith(IDLE_COPIES) for n in r.notes)
                     speed = inverse_intervals(row, "tpot_mean_s", "tokens_per_s")
                     rows.append({"tokens_per_s": 1.0 / r.tpot_s.mean, **speed, **row})
-                    metas.setdefault(s.gpu.name, r.metadata())
+                    if s.gpu.name not in ran:
+                        metas[s.gpu.name] = r.metadata()
+                        ran.add(s.gpu.name)
             if progress:
                 progress(
                     f"{s.gpu.name}, instances of {n} {plural(n, 'GPU')}: {len(rows)} "
@@ -106,17 +110,13 @@ def load_frontier(
 
 
 def _merged(metas: dict) -> dict:
-    """One metadata of the GPUs' runs: what they share as it is, what differs by GPU (its
-    file, price, price date) as "GPU value" for each GPU, in the order searched."""
-    first = next(iter(metas.values()))
+    """One metadata of the GPUs': what they state alike as it is, what differs by GPU (its
+    file, price, price date) as "GPU value" for each GPU that states it, in the order searched."""
     keys = dict.fromkeys(k for m in metas.values() for k in m)
     out = {}
     for key in keys:
-        values = {gpu: m.get(key) for gpu, m in metas.items()}
-        same = len({repr(v) for v in values.values()}) == 1
-        out[key] = (
-            first.get(key)
-            if same
-            else "; ".join(f"{gpu} {v}" for gpu, v in values.items() if v is not None)
-        )
+        values = {gpu: m[key] for gpu, m in metas.items() if m.get(key) is not None}
+        first = next(iter(values.values()), None)
+        same = all(v == first for v in values.values())
+        out[key] = first if same else "; ".join(f"{gpu} {v}" for gpu, v in values.items())
     return out

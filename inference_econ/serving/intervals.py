@@ -608,9 +608,13 @@ def load_intervals(result) -> dict:
     )
     bound = load_bound(setting, result.mean_batch, ratio)
     where = load_where(result)
+    # no run steps faster than the ideal bound's one token of one request on the instance:
+    # the time per token's band stops there, and the figures moving with it (§F12)
+    floor = one_step_floor_s(ideal(setting), (result.gpus_per_instance,))
+    floors = bound_floors([floor], [row["tpot_mean_s"]]) if floor > 0.0 else None
     out = figure_intervals(
         row, names, setting, result.gpus_per_instance, bound, LOAD_FIGURES, LOAD_COMPOSED,
-        where=where,
+        where=where, floors=floors, floor_kind="TPOT",
     )  # fmt: skip
     if result.closed_loop and math.isfinite(result.rate_per_s):  # the rate the clients reach
         reached = {"rate_per_s": FIGURES["throughput_requests_per_s"]}
@@ -626,12 +630,11 @@ def load_intervals(result) -> dict:
                 where=where,
             )  # fmt: skip
         )
-    pools = (result.gpus_per_instance, result.prefill_gpus_per_instance)
-    floor = one_step_floor_s(ideal(setting), pools)
-    for column in (
-        c for n in (*LOAD_LATENCIES, *sessions) for c in interval_columns(n) if c in out
-    ):
-        out[column] = max(out[column], floor)  # no latency shorter than one ideal step
+    pooled = bool(result.prefill_gpus_per_instance)  # prompts on other GPUs: TPOT's alone
+    for n in (*LOAD_LATENCIES, *sessions):  # each statistic too, a median below the mean's
+        if n.startswith("tpot") or (FIGURES[n][0] in ("TPOT", "TTFT") and not pooled):
+            for column in (c for c in interval_columns(n) if c in out):
+                out[column] = max(out[column], min(floor, row[n]))
     for column in interval_columns("mean_batch"):  # no more requests than an instance holds
         if column in out:
             out[column] = min(out[column], result.batch_limit)

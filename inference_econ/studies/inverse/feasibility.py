@@ -216,12 +216,9 @@ def _gap(speed, price, fastest, cost, criterion) -> str:
             if fastest
             else "nothing fits"
         )
-    ratio = cost / price  # past the price by less than 0.005: as many digits as show it
-    return (
-        f"costs {usd(cost)}, {ratio:.2f}x the price"
-        if ratio >= 1.005
-        else (f"costs {usd(cost)}, {ratio:.6g}x the price")
-    )
+    ratio = cost / price  # as many decimals as tell it from the price (1.00008x, not 1.00x)
+    digits = next((d for d in range(2, 16) if float(f"{ratio:.{d}f}") > 1.0), 15)
+    return f"costs {usd(cost)}, {ratio:.{digits}f}x the price"
 
 
 def _verdict(
