@@ -350,3 +350,20 @@ def test_a_held_load_its_sessions_run_could_not_judge_says_so_in_the_plan(tmp_pa
     steady = [*args[:6], *args[8:]]  # no sessions: no such note
     result = CliRunner().invoke(main, steady)
     assert result.exit_code == 0 and "one instance's held load" not in result.output
+
+
+def test_instances_starting_together_are_counted_not_listed():
+    # a scale-up of a million instances is one entry of those starting (one a bin), so a day
+    # at a rate of 1e9 req/s scales as fast as one at 10; a scale-down cancels the last asked
+    from inference_econ.load.scaled_pool import _State
+
+    state = _State(ready=2, asked=2)
+    state.apply(0, 1_000_002, window=0, delay=3)
+    state.apply(1, 1_000_012, window=0, delay=3)
+    assert [list(s) for s in state.starting] == [[3, 1_000_000], [4, 10]]
+    state.apply(2, 999_997, window=0, delay=3)  # 15 fewer: the 10 asked last, then 5 more
+    assert [list(s) for s in state.starting] == [[3, 999_995]]
+    state.arrive(3)
+    assert (state.ready, state.asked, len(state.starting)) == (999_997, 999_997, 0)
+    state.apply(4, 7, window=0, delay=3)  # down with none starting: serving ones leave
+    assert (state.ready, state.asked) == (7, 7)

@@ -754,3 +754,7 @@ def test_a_gzip_compressed_input_is_read_within_the_size_bound(tmp_path):
     path.write_bytes(whole[:10] + b"\xff" * 12 + whole[22:])
     with pytest.raises(SpecError, match="is gzip-compressed but damaged"):
         read_text(path)
+    # named .gz but plain text: said so, not read as a CSV whose header is its first words
+    path.write_text("not gz\n")
+    with pytest.raises(SpecError, match=r"rows.csv.gz: is named .gz but is not gzip-compressed"):
+        read_text(path)

@@ -1193,3 +1193,36 @@ def test_a_row_stating_block_scaled_fp8_runs_the_block_scaled_kernels(tmp_path, 
         a = preset("achievable").replace(kernel_tables=True)
         formats = Formats(compile_workload(arch, a), read.gpu)
         assert (formats.dense, formats.moe) == ("fp8_block", "fp8_block")
+
+
+def test_a_column_the_file_leaves_out_is_the_options_for_every_row(tmp_path):
+    # a plain CSV without the optional precision column (nor, here, the hardware column):
+    # --precision and --hardware state them for every row, as for a blank cell
+    path = tmp_path / "rows.csv"
+    path.write_text(
+        "model,n_gpus,metric,value,unit,input_len,output_len,batch_or_concurrency,engine\n"
+        "Llama 3.1 8B,1,output_throughput,5000,tok/s,1000,1000,64,vllm\n"
+    )
+    row = load_measured(path, {"hardware": "H200", "n_gpus": None, "precision": "FP8"})[0]
+    assert row.status == "ok", row.status
+    assert (row.gpu.name, row.bits[0]) == ("H200-SXM", 8)
+    # without --hardware the file's missing column is the error, and the fix names the option
+    with pytest.raises(SpecError, match=r"columns missing: hardware .*or give --hardware"):
+        load_measured(path, {"hardware": None, "n_gpus": None, "precision": "FP8"})
+    # calibrate's rows take no such option: its fix names the columns only
+    with pytest.raises(SpecError, match=r"columns missing: hardware \(the columns are [^;]*\)$"):
+        load_measured(path)
+
+
+def test_a_request_past_the_models_context_window_is_infeasible_for_that_reason(tmp_path):
+    path = tmp_path / "rows.csv"
+    path.write_text(
+        "model,hardware,n_gpus,metric,value,unit,input_len,output_len,batch_or_concurrency,"
+        "engine,precision\n"
+        "DeepSeek-R1,H200,8,output_throughput,5000,tok/s,100000000,1000,64,sglang,FP8\n"
+    )
+    table = comparison.compare(path, "achievable").table
+    assert table.status[0] == (
+        "infeasible: a request of 100,001,000 tokens (prompt and output) is past "
+        "DeepSeek-R1's context window of 163,840 tokens"
+    )

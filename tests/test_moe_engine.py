@@ -301,3 +301,26 @@ def test_vllm_lays_out_attention_data_parallelism_only_where_its_experts_span_th
     assert "the routed experts (the engine runs it only with" in api.uneven_note(s, 5)
     assert ie.point(s.replace(assumptions=s.assumptions.replace(engine=None)), gpus=5, batch=248,
                     discrete=True)["attention_degree"] == 1  # fmt: skip
+
+
+def test_tensorrt_llm_lays_out_attention_over_every_gpu_or_none_and_exports_what_it_chose():
+    """TensorRT-LLM's enable_attention_dp makes every GPU of the tensor group an attention rank,
+    or none (no partial attention DP). Qwen3-235B's 4 KV heads split over at most 4 GPUs, so
+    of a group of 8 or 12 only "every GPU alone" is laid out (degree 1), of 4 both; its plans
+    on 8, 12 and 16 H200 are layouts the engine runs, and export writes them."""
+    from inference_econ.api import export
+    from inference_econ.export.bundle import render
+    from inference_econ.model.latency import launched_attention_degrees
+
+    work = compile_workload(load_model("Qwen3-235B-A22B"), ie.preset("achievable"))
+    features = ie.load_engine("trtllm").layout_features("moe")
+    assert [launched_attention_degrees(work, t, features) for t in (2, 4, 8, 12)] == [
+        [1, 2], [1, 4], [1], [1],
+    ]  # fmt: skip
+    for gpus in (8, 12, 16):
+        plan = export("Qwen3-235B-A22B", "H200", engine="trtllm", gpus=gpus, batch=384,
+                      prompt_tokens=1000, output_tokens=1000)  # fmt: skip
+        (w,) = plan.workers
+        assert w.attention_dp in (1, w.tensor), (gpus, w)
+        files = render(plan)  # a layout the engine cannot run is refused here
+        assert ("enable_attention_dp: true" in files["trtllm-server.yaml"]) == (w.attention_dp > 1)

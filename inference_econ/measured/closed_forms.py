@@ -133,6 +133,20 @@ def requests_held(model: StepModel, row: MeasuredRow, cand, context=None) -> flo
     return room / per_request if per_request > 0 else math.inf
 
 
+def no_room(row: MeasuredRow, model: StepModel, cand) -> str:
+    """Why a layout holds not one of a row's requests: a request past the model's context
+    window (what the engines refuse first), else the weights leaving too little memory."""
+    L, window = row.lengths, row.arch.max_context_tokens
+    tokens = L.input_mean + L.output_mean
+    if window is not None and tokens > window:
+        return (
+            f"infeasible: a request of {tokens:,.0f} tokens (prompt and output) is past "
+            f"{row.arch.name}'s context window of {window:,} tokens"
+        )
+    gb = model.weights_total_bytes / 1e9
+    return f"infeasible: {gb:.0f} GB of weights leave no room for the KV cache on {cand.label()}"
+
+
 def _steady_batch(model, row, cand, found) -> float:
     """The batch a saturated engine settles at: its batch limit, or what the KV cache holds -
     at the time-weighted decode context (recompute admission, and the ideal engine), or of

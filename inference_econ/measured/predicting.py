@@ -56,6 +56,7 @@ from .closed_forms import (
     StepGroup,
     add_points,
     exact_steady_state,
+    no_room,
     offline_latency,
     predictable,
     requests_held,
@@ -402,12 +403,7 @@ def build_plan(rows, assumptions="paper", engine=None, engines=None, for_fit=Fal
             a = _assumptions_for(base, found, cand)
             model, prefill = _models(row.arch, row.gpu, row.bits, a)
             if requests_held(model, row, cand) < 1.0:
-                gb = model.weights_total_bytes / 1e9
-                plan.infeasible.setdefault(
-                    i,
-                    f"infeasible: {gb:.0f} GB of weights leave no room for the KV cache on "
-                    f"{cand.label()}",
-                )
+                plan.infeasible.setdefault(i, no_room(row, model, cand))
                 continue
             # closed-loop rows are simulated, except for the fit (their steady state) and
             # under the ideal engine (its bound: the fluid steady state, no scheduling losses)

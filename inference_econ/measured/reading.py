@@ -183,24 +183,35 @@ class MeasuredRow:
         return self.decode_gpus if self.disaggregated and self.decode_gpus else self.gpus
 
 
+#: The command line's options that state a column for every row that leaves it blank or out
+#: (``compare-measured``'s).
+STATED_BY = {"hardware": "--hardware", "n_gpus": "--gpus", "precision": "--precision"}
+
+
 def _read_columns(
-    path: Path,
+    path: Path, given: tuple[str, ...] = (), statable: tuple[str, ...] = ()
 ) -> tuple[list[str], list[list[str]], dict[int, SpecError], list[int]]:
     """A measured CSV's column names and columns (as text; a short row's missing cells ""),
     its rows that cannot be matched to the columns (row index -> the problem; their first
     cells kept, for the row's text): more cells than the header, or a row that runs over
     several lines (a quote left open swallows the lines after it), each unresolved, never the
-    file's end, and the line each row starts on."""
+    file's end, and the line each row starts on. ``given``: columns the command line states
+    for every row (``--hardware``), which the file may leave out; ``statable``: those it could
+    (named in the fix when the file leaves them out)."""
     header, lines = csv_rows(path)
     if not header:
         raise SpecError(str(path), "", "the file is empty", "give a header and rows")
-    missing = [c for c in REQUIRED if c not in header]
+    missing = [c for c in REQUIRED if c not in header and c not in given]
     if missing:
+        options = [STATED_BY[c] for c in missing if c in STATED_BY and c in statable]
+        also = (
+            f"; or give {' and '.join(options)}, which states it for every row" if options else ""
+        )
         raise SpecError(
             str(path),
             missing[0],
             f"columns missing: {', '.join(missing)}",
-            f"the columns are {', '.join(REQUIRED)} (and optionally {', '.join(OPTIONAL)})",
+            f"the columns are {', '.join(REQUIRED)} (and optionally {', '.join(OPTIONAL)})" + also,
         )
     if not lines:
         raise SpecError(str(path), "", "the file has a header but no rows", "add measured rows")
@@ -263,21 +274,25 @@ def load_measured(path: str | Path, stated: dict | None = None) -> list[Measured
         )
     if df is None:
         with gc_paused():  # a log's cells: a million strings the collector need not walk
-            names, columns, ragged, starts = _read_columns(path)
+            given = tuple(k for k, v in (stated or {}).items() if v is not None)
+            names, columns, ragged, starts = _read_columns(path, given, tuple(stated or ()))
     else:  # columns as Python lists, then rows: DataFrame.to_dict boxes every cell of an
         # Arrow string column one by one (a third of the time of a 100,000-row log)
         names, ragged = list(df.columns), {}  # once: iterating an Arrow index is slow
         columns = [df[c].tolist() for c in df.columns]
         starts = list(range(2, len(df) + 2))
-    given = None  # rows whose precision is the option's, which is read as given
+    given_precision = None  # rows whose precision is the option's, which is read as given
     for name, value in (stated or {}).items():
-        if value is not None and name in names:
-            i = names.index(name)
-            if name == "precision":
-                given = [sem.is_missing(c) for c in columns[i]]
-            columns[i] = [value if sem.is_missing(c) else c for c in columns[i]]
-    if given is not None:
-        names, columns = [*names, "_precision_given"], [*columns, given]
+        if value is None:
+            continue
+        if name not in names:  # an optional column the file leaves out: the option's, every row
+            names, columns = [*names, name], [*columns, [""] * len(starts)]
+        i = names.index(name)
+        if name == "precision":
+            given_precision = [sem.is_missing(c) for c in columns[i]]
+        columns[i] = [value if sem.is_missing(c) else c for c in columns[i]]
+    if given_precision is not None:
+        names, columns = [*names, "_precision_given"], [*columns, given_precision]
     records = [dict(zip(names, cells)) for cells in zip(*columns)]
     if ragged and len(ragged) == len(records):  # no row can be read: one error, not a table
         left_out(str(path), "row", len(records), [(starts[i], e) for i, e in ragged.items()])

@@ -667,9 +667,10 @@ def experts_placement(work: Workload, t: int, least_per_sparsity: float) -> str:
 def engine_attention_degrees(degrees: list[int], t: int, features, experts=()) -> list[int]:
     """The attention tensor degrees of a tensor group of ``t`` GPUs that an engine with these
     layout ``features`` runs (§F11), out of ``degrees`` (the divisors of ``t`` the heads
-    allow, ascending): every one with "attention_data"; else attention over the whole group
-    (``t``, or the largest allowed), and every GPU attending alone (1) too with
-    "attention_data_whole" (TensorRT-LLM's enable_attention_dp). With
+    allow, ascending): every one with "attention_data"; with "attention_data_whole"
+    (TensorRT-LLM's enable_attention_dp, no partial attention DP) every GPU attending alone
+    (1), and the whole group (``t``) where the heads allow it; else attention over the whole
+    group (``t``, or the largest allowed). With
     "attention_data_expert" (vLLM) attention splits into data-parallel ranks only where every
     MoE group's routed ``experts`` divide ``t``: its expert parallelism spans the group;
     elsewhere attention runs over the whole group or the layout is not launched (none)."""
@@ -678,7 +679,9 @@ def engine_attention_degrees(degrees: list[int], t: int, features, experts=()) -
         return [t] if t in degrees else []
     if "attention_data" in features:
         return list(degrees)
-    return sorted({1, *tensor}) if "attention_data_whole" in features else tensor
+    if "attention_data_whole" in features:  # every GPU alone, or the whole group the heads allow
+        return sorted({1, t}) if t in degrees else [1]
+    return tensor
 
 
 def launched_attention_degrees(work, t: int, features) -> list[int]:

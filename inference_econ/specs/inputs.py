@@ -173,6 +173,13 @@ def read_text(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES, remember: b
     data = read_bytes(path, limit, remember)
     if data[:2] == GZIP_MAGIC:
         data = gunzipped(data, str(path), limit)
+    elif os.fspath(path).lower().endswith(".gz"):  # not what its name says: not read as text
+        raise SpecError(
+            str(path),
+            "",
+            "is named .gz but is not gzip-compressed",
+            "compress it with gzip, or name it without .gz",
+        )
     return decode(data, str(path))
 
 
