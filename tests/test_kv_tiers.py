@@ -170,3 +170,31 @@ def test_a_tier_that_cannot_work_is_refused(hardware, extra, field):
     kw.update(extra)
     with pytest.raises(ie.SpecError, match=field):
         ie.simulate_load("Llama 3.1 8B", hardware, **kw)
+
+
+def test_tier_options_a_command_would_not_use_are_refused_in_one_line():
+    """--no-kv-offload-overlap without a host tier would be ignored, so it is refused; export
+    launches no KV-cache tier, so it offers none of their options (one had pointed to --plan
+    capacity, which then refused it too); a point export of part of a GPU or of a request
+    says an engine launches whole ones (not "leave discrete off", which export cannot)."""
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    run = CliRunner().invoke
+    simulate = ["simulate", "Llama 3.1 8B", "-H", "H100", "--gpus", "1", "--rate", "2",
+                "--prompt-tokens", "100", "--output-tokens", "10", "--requests", "50", "-q"]  # fmt: skip
+    r = run(main, [*simulate, "--no-kv-offload-overlap"])
+    assert r.exit_code == 2
+    assert "--no-kv-offload-overlap: needs --kv-offload-gb" in r.output, r.output
+    export = ["export", "DeepSeek-R1", "-H", "H200", "--engine", "sglang",
+              "--prompt-tokens", "1000", "--output-tokens", "1000", "-q"]  # fmt: skip
+    assert "--kv-offload-gb" not in run(main, ["export", "--help"]).output
+    for plan in (["--gpus", "8", "--batch", "64"], ["--plan", "capacity", "--rate", "5"]):
+        r = run(main, [*export, *plan, "--kv-offload-gb", "100"])
+        assert r.exit_code == 2 and "No such option '--kv-offload-gb'" in r.output, r.output
+    r = run(main, [*export, "--gpus", "8.5", "--batch", "64"])
+    assert r.exit_code == 2
+    assert r.output.strip().splitlines()[-1] == (
+        "error: --gpus: is 8.5; an engine launches whole GPUs (give a whole number of GPUs)"
+    )

@@ -159,11 +159,25 @@ def _request_setting(
 
 def _given_point(plan: str, gpus, batch) -> None:
     """A point or disaggregated export names its GPUs and batch (a frontier's pick gives them)."""
-    for name, value in (("gpus", gpus), ("batch", batch)):
+    for (name, noun), value in ((("gpus", "GPUs"), gpus), (("batch", "requests"), batch)):
         if value is None:
             raise SpecError(
                 "argument", name, "is missing", f"a {plan} export needs --gpus and --batch"
             )
+        if not _whole(value):  # an engine launches whole GPUs and requests
+            raise SpecError(
+                "argument", name, f"is {value:g}; an engine launches whole {noun}",
+                f"give a whole number of {noun}",
+            )  # fmt: skip
+
+
+def _whole(value) -> bool:
+    """Whether ``value`` is a whole number; True for a value that is not a number at all,
+    which is refused where the setting is read."""
+    try:
+        return float(value).is_integer()
+    except (TypeError, ValueError):
+        return True
 
 
 #: The arguments of ``export`` each plan uses: one given to a plan that ignores it is refused.

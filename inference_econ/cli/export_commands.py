@@ -7,6 +7,7 @@ import click
 
 from ..errors import SpecError
 from ..settings import MAX_TOKENS
+from ..settings.load import KV_TIER_SETTINGS
 from .capacity_commands import ENGINE, TARGETS, TRAFFIC, hardware_list
 from .common import (
     OutputFolder,
@@ -52,6 +53,9 @@ SERVED = (
 
 #: The options each plan uses (the others, what is served and the launch's own, serve every
 #: plan): one given to a plan that ignores it is refused.
+#: The engine settings an export launches: not the KV-cache tiers, which no launch it writes sets.
+EXPORTED_ENGINE = tuple(e for e in ENGINE if e not in KV_TIER_SETTINGS)
+
 PLAN_OPTIONS = {
     "point": ("gpus", "batch", "prompt_tokens", "output_tokens"),
     "frontier": ("pick", "speed", "prompt_tokens", "output_tokens"),
@@ -62,7 +66,7 @@ PLAN_OPTIONS = {
         "max_gpus",
         *(t for t in TRAFFIC if t not in LENGTHS.values()),
         *TARGETS,
-        *ENGINE,
+        *EXPORTED_ENGINE,
     ),
     "disagg": ("gpus", "batch", "prefill_gpus", "prompt_tokens", "output_tokens"),
 }
@@ -131,7 +135,11 @@ PLAN_OPTIONS = {
     help="Checkpoint the engine loads (default: the model file's hf_repository).",
 )
 @options(
-    *(t for t in TRAFFIC if t not in LENGTHS.values()), *TARGETS, *ENGINE, *SERVED, command="export"
+    *(t for t in TRAFFIC if t not in LENGTHS.values()),
+    *TARGETS,
+    *EXPORTED_ENGINE,
+    *SERVED,
+    command="export",
 )
 @renamed_flags
 @click.option(

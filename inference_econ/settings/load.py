@@ -268,7 +268,19 @@ class SchedulerOptions:
         True,
         help="Engine: a prefix loaded from the host tier overlaps the step it is for, layer by"
         " layer (LMCache's layerwise mode); --no-kv-offload-overlap: the step waits for it.",
+        needs=("kv_offload_gb",),
     )
+
+
+#: The KV-cache tiers' settings (§E13): priced under load; no engine launch ``export`` writes
+#: sets them, so it does not take them.
+KV_TIER_SETTINGS = (
+    "kv_offload_gb",
+    "kv_offload_bandwidth_gb_per_s",
+    "kv_disk_gb",
+    "kv_disk_bandwidth_gb_per_s",
+    "kv_offload_overlap",
+)
 
 
 @section(LOAD, group="traffic")
