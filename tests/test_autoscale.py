@@ -5,6 +5,8 @@ published figures, and a budget no target meets refused in one line."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -281,7 +283,15 @@ def test_autoscale_json_and_csv_carry_the_summary_the_text_prints(tmp_path):
     summary = out["table"].split("\n\n")[0].splitlines()[3:]  # past the title, header, rule
     shown = dict(line.split(None, 1) for line in summary)
     assert s["startup_s"] == 120 and shown["startup_ms"] == "120,000"
-    assert shown["policy"] == s["policy"] and shown["gpu_hours"] == f"{s['gpu_hours']:.4g}"
+    assert shown["policy"] == s["policy"]
+    g = s["gpu_hours"]  # an expected figure with its interval, as every other is printed
+    assert out["table"].startswith("Expected figures: achievable preset")
+    assert shown["gpu_hours"] == (
+        f"{g:.4g} (80 %: {s['gpu_hours_low80']:.4g}-{s['gpu_hours_high80']:.4g}; "
+        f"90 %: {s['gpu_hours_low90']:.4g}-{s['gpu_hours_high90']:.4g})"
+    )
+    assert s["gpu_hours_low90"] <= s["gpu_hours_low80"] <= g <= s["gpu_hours_high80"]
+    assert s["max_rate_per_instance_low80"] < s["max_rate_per_instance"]
     assert f"gpu_hours {s['gpu_hours']:.10g}; usd {s['usd']:.10g};" in out["csv"]
     assert f"startup_s {s['startup_s']:.10g};" in out["csv"]
 
@@ -367,3 +377,23 @@ def test_instances_starting_together_are_counted_not_listed():
     assert (state.ready, state.asked, len(state.starting)) == (999_997, 999_997, 0)
     state.apply(4, 7, window=0, delay=3)  # down with none starting: serving ones leave
     assert (state.ready, state.asked) == (7, 7)
+
+
+def test_the_chosen_days_intervals_are_its_day_where_instances_hold_the_held_loads_ends():
+    """The policy scales by the expected load an instance holds; where instances truly hold
+    less (the held load's low end) the same policy misses more, where more, fewer. By hand: a
+    flat 10 req/s for an hour, instances the policy takes to hold 2 req/s (five asked for at
+    target 1) that truly hold 1.5: 7.5 served a second of 10, first come first served, so the
+    backlog grows 2.5 a second and only 45 requests are served within their 1 s (seconds 0-2's
+    30, then 7.5, 5 and 2.5 of the next three seconds')."""
+    arrivals = np.full(3600, 10.0)
+    policy = make_policy("hpa", 1.0, 0.0)
+    pool = ScaledPool(per_instance=2.0, startup_s=0.0, allowance_s=1.0)
+    plain = simulate_scaled_day(arrivals, pool, policy)
+    slow = simulate_scaled_day(
+        arrivals, dataclasses.replace(pool, serving_per_instance=1.5), policy
+    )
+    assert plain.missed_requests == 0 and int(plain.asked.max()) == 5
+    assert (slow.asked == plain.asked).all()  # it asks for what it would: the estimate's count
+    assert slow.served.sum() == pytest.approx(7.5 * 3600)
+    assert slow.missed_requests == 36000 - 45

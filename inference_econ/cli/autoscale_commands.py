@@ -12,6 +12,7 @@ def autoscale_demand(model, names, kwargs: dict, figure, fmt: str, out, say) -> 
     (with --figure) cost and missed requests over the day."""
     from .. import api
     from ..api import requests_metadata
+    from ..output.ranges import ranged
     from ..output.render import render
     from .stated import vertical
 
@@ -26,14 +27,22 @@ def autoscale_demand(model, names, kwargs: dict, figure, fmt: str, out, say) -> 
         f"{plan.best.policy.describe()}"
     )
     notes = _notes(plan)
+    line = api.figures_line(base.setting)  # expected figures with intervals, or a bound
     summary = plan.summary()
     if fmt in ("csv", "json"):  # the rows with the summary the text prints above them
         emit(
-            render(plan.candidates(), fmt, title=title, notes=notes, meta=meta, summary=summary),
+            render(
+                plan.candidates(),
+                fmt,
+                title=title,
+                notes=[line, *notes],
+                meta=meta,
+                summary=summary,
+            ),  # fmt: skip
             out,
         )
     else:
-        head = vertical(summary, fmt, title)
+        head = line + "\n" + vertical(ranged(summary), fmt, title)
         body = render(
             plan.candidates(),
             fmt,
@@ -55,7 +64,9 @@ def _notes(plan) -> list[str]:
         "it is paid from when it is asked for.",
         f"The day as a non-homogeneous Poisson stream of {plan.best.requests:,} requests in "
         f"one-second bins; each serving instance holds {pool.per_instance:.4g} req/s within the "
-        "targets (the knee of capacity's search); a request that waits longer than "
+        "targets (the knee of capacity's search), which the policy scales by; the intervals of "
+        "the chosen day's GPU-hours, cost and missed share are its day again where an instance "
+        "holds each end of that load's interval; a request that waits longer than "
         f"{pool.allowance_s:g} s for capacity missed its targets; scale-downs wait "
         f"{pool.window_s:g} s (stabilisation window).",
         f"Chosen: the fewest GPU-hours with at most {plan.miss_budget:.2%} of the requests "

@@ -60,6 +60,9 @@ class ScaledPool:
     time_in_system_s: float = 1.0
     min_instances: int = 1
     max_instances: int | None = None
+    #: The load an instance truly holds, where it differs from ``per_instance``, the estimate
+    #: the policy scales by (an end of the estimate's interval; None: the estimate).
+    serving_per_instance: float | None = None
 
     def clamp(self, wanted: int) -> int:
         top = self.max_instances if self.max_instances is not None else wanted
@@ -125,7 +128,8 @@ def simulate_scaled_day(
         initial = _wish(policy, pool, 0.0, first, (first,), serving, 0, 0.0)
     state = _State(ready=initial, asked=initial)
     served, ready, asked = (np.empty(len(counts)) for _ in range(3))
-    cap = pool.per_instance * bin_s
+    serving = pool.per_instance if pool.serving_per_instance is None else pool.serving_per_instance
+    cap = serving * bin_s
     q, seen = 0.0, 0.0
     for b, a in enumerate(counts.tolist()):
         if b and b % every == 0:

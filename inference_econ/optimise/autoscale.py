@@ -12,7 +12,7 @@ rest at the burst price).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -22,6 +22,7 @@ from ..errors import InfeasibleError, SpecError
 from ..load.autoscaling import SEARCH_GRID, Scheduled, make_policy
 from ..load.scaled_pool import BIN_S, ScaledPool, ScaledRun, arrival_counts, simulate_scaled_day
 from ..load.startup import StartupDelay
+from ..serving.figure_labels import LEVELS, interval_columns, interval_keys
 from .demand import DemandPlan
 
 
@@ -72,6 +73,37 @@ class AutoscalePlan:
             "within_budget": run.missed_share <= self.miss_budget,
         }
 
+    def ends(self) -> dict[str, ScaledRun]:
+        """The chosen target's day again where an instance holds each end of the held load's
+        interval (``plan.held``: low80, high80, low90, high90) while the policy scales by the
+        expected one, as it is configured; {} for an ideal bound."""
+        out = {}
+        best = self.best
+        for key, column in zip(interval_keys(), interval_columns("max_rate_per_instance")):
+            held = self.plan.held.get(column)
+            if held is not None and held > 0:
+                pool = replace(self.pool, serving_per_instance=float(held))
+                out[key] = simulate_scaled_day(best.arrivals, pool, best.policy, best.bin_s)
+        return out
+
+    def _day_intervals(self) -> dict:
+        """The interval columns of the chosen day's figures: at each level, the lesser and the
+        greater of its value at the two ends of the held load and its expected value."""
+        ends = self.ends()
+        out: dict = {}
+        if not ends:
+            return out
+        expected = self.row(self.best)
+        for name in ("gpu_hours", "usd", "usd_with_reserved", "missed_share"):
+            for level in LEVELS:
+                values = [
+                    expected[name],
+                    *(self.row(ends[f"{e}{level}"])[name] for e in ("low", "high")),
+                ]
+                out[f"{name}_low{level}"] = min(values)
+                out[f"{name}_high{level}"] = max(values)
+        return out
+
     def candidates(self) -> pd.DataFrame:
         """Every target tried (the chosen one marked), then the hourly plan's day."""
         rows = [{**self.row(r), "chosen": r is self.best} for r in self.tried]
@@ -95,6 +127,8 @@ class AutoscalePlan:
                 "usd_with_reserved": best["usd_with_reserved"],
                 "missed_requests": best["missed_requests"],
                 "missed_share": best["missed_share"],
+                **self.plan.held,
+                **self._day_intervals(),
                 "hourly_plan_gpu_hours": hourly["gpu_hours"],
                 "hourly_plan_usd": hourly["usd"],
                 "hourly_plan_usd_with_reserved": hourly["usd_with_reserved"],
