@@ -138,6 +138,11 @@ def test_every_policy_starts_the_day_warm(arrivals):
 def test_startup_delays_from_the_published_figures():
     from inference_econ.api import setting_of
 
+    # a delay given outright reads as the seconds given, a day's with thousands separated
+    assert [given_delay(s).describe() for s in (120, 97.5, 86400)] == [
+        "120 s (given)", "97.5 s (given)", "86,400 s (given)",
+    ]  # fmt: skip
+
     setting = setting_of("Llama 3 70B", "H100", weight_bits=8)
     figures = startup_figures()
     engine = (
@@ -212,7 +217,7 @@ def test_capacity_demand_autoscale_end_to_end(tmp_path):
     result = CliRunner().invoke(main, [*args, "--figure", str(figure), "-q"])
     assert result.exit_code == 0, result.output
     assert "Every target tried, and the hourly plan's day simulated the same way" in result.output
-    assert "Start-up of a new instance: 120 s (given)" in result.output
+    assert "Start-up of a new instance: 120 s (given); it is paid" in result.output  # no sources
     assert "waits longer than 1 s for capacity" in result.output and figure.stat().st_size > 0
     # a weight source is an autoscaling option: refused without --autoscale
     bad = CliRunner().invoke(main, [*args[:-4], "--weights-from", "network", "-q"])

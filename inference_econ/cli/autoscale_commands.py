@@ -60,8 +60,9 @@ def _notes(plan) -> list[str]:
     own notes (rows of the curve left out, a held load its run could not judge)."""
     pool, base = plan.pool, plan.plan
     return [
-        f"Start-up of a new instance: {plan.startup.describe()} (load/startup.yaml's sources); "
-        "it is paid from when it is asked for.",
+        f"Start-up of a new instance: {plan.startup.describe()}"
+        + ("" if plan.startup.source == "given" else " (load/startup.yaml's sources)")
+        + "; it is paid from when it is asked for.",
         f"The day as a non-homogeneous Poisson stream of {plan.best.requests:,} requests in "
         f"one-second bins; each serving instance holds {pool.per_instance:.4g} req/s within the "
         "targets (the knee of capacity's search), which the policy scales by; the intervals of "

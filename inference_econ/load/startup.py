@@ -46,7 +46,8 @@ class StartupDelay:
 
     def describe(self) -> str:
         if self.source == "given":
-            return f"{self.total_s:.4g} s (given)"
+            s = self.total_s
+            return f"{s:,.0f} s (given)" if s >= 1e4 else f"{s:.4g} s (given)"
         return (
             f"{self.total_s:.0f} s: weights {self.weight_bytes / 1e9:.3g} GB from {self.source} "
             f"{self.weights_s:.1f} s, engine start {self.engine_start_s:g} s, graph compilation "
