@@ -152,3 +152,27 @@ def test_the_figure_shows_each_instance(recorded):
     assert len(bottom.lines) == 1
     with pytest.raises(ie.SpecError):
         timeline_figure("not a timeline")
+
+
+def test_a_step_that_loads_prefixes_from_a_host_tier_says_for_how_long():
+    """Sessions whose prefixes the GPU evicted load them back from host memory: the steps that
+    wait for those loads carry their seconds, which add up to the tokens the run's record says
+    its requests took from the tier at the tier's rate: Llama 3.1 8B's 32 layers x 8 KV heads x
+    128 x 2 (K and V) x 2 bytes = 131,072 bytes a token at 10 GB/s (to 0.1 %: a load moves whole
+    segments, the record counts the tokens a prompt skips, whole blocks short of its last)."""
+    kw = dict(gpus=1, arrival_rate_per_s=2, requests=300, input_lengths="lognormal:1000:0.6",
+              output_lengths="lognormal:100:0.5", session_turns=6, think_time_s=30,
+              shared_prefix_tokens=2000, shared_prefixes=8, kv_offload_gb=64,
+              kv_offload_bandwidth_gb_per_s=10, timeline=True)  # fmt: skip
+    result = ie.simulate_load("Llama 3.1 8B", "H100", **kw)
+    events = result.timeline.trace_events()["traceEvents"]
+    steps = [e for e in events if e.get("cat") == "step"]
+    loads = [e["args"]["tier_load_seconds"] for e in steps if "tier_load_seconds" in e["args"]]
+    ((_, record),) = result.timeline.runs
+    tokens = sum(float(t.sum()) for t in record.tier_cached_tokens)
+    assert loads and min(loads) > 0 and tokens > 0
+    assert sum(loads) == pytest.approx(tokens * 131072 / 10e9, rel=1e-3)
+    # only steps with prompt tokens wait for loads, never a run of decode steps
+    assert all(
+        e["name"] in ("prefill", "mixed step") for e in steps if "tier_load_seconds" in e["args"]
+    )

@@ -506,11 +506,12 @@ class EngineState:
         chunks): first the prefixes it loaded from a host tier (§E13), overlapped with it or
         before it, and its timeline event; its counters, the requests it finished, the prompts
         it ``prefilled`` to their end joining the batch."""
-        cache = self.cache
+        cache, loaded = self.cache, 0.0
         if cache is not None and cache.pending_s:
+            loaded = cache.pending_s
             dt = cache.charged(dt)
-        if self.trace is not None:
-            self.trace.append(("prompt", self.t, dt, D, *tokens))
+        if self.trace is not None:  # with the seconds of its tiers' loads
+            self.trace.append(("prompt", self.t, dt, D, *tokens, loaded))
         self.prepared = self.t
         self.t += dt
         self.G = G = self.G + advance

@@ -43,8 +43,9 @@ REQUESTS_PID = 0
 @dataclass
 class Lane:
     """One engine instance's steps: ``(kind, start_s, seconds, decoding requests, prompt
-    tokens or decode steps, prompt chunks)`` a step ("prompt") or a closed-form run of decode
-    steps ("decode"), and its preemptions ``("preempt", at_s, request)``."""
+    tokens or decode steps, prompt chunks)`` a step ("prompt", and then the seconds of the
+    prefixes it loaded from a KV-cache tier) or a closed-form run of decode steps ("decode"),
+    and its preemptions ``("preempt", at_s, request)``."""
 
     label: str
     events: list = field(default_factory=list)
@@ -126,11 +127,13 @@ def _lane_events(pid: int, lane: Lane) -> Iterator[dict]:
                 "args": {"request": int(ev[2])},
             }  # fmt: skip
             continue
-        kind, start, seconds, decoding, count, chunks = ev
+        kind, start, seconds, decoding, count, chunks = ev[:6]
         if kind == "prompt":
             name = "prefill" if not decoding else "mixed step"
             args = {"decoding_requests": int(decoding), "prompt_tokens": int(count),
                     "prompt_chunks": int(chunks), "seconds": float(seconds)}  # fmt: skip
+            if ev[6]:  # prefixes loaded back from a host or disk tier for it (§E13)
+                args["tier_load_seconds"] = float(ev[6])
         else:
             name = f"decode x{int(count)}"
             args = {"decoding_requests": int(decoding), "steps": int(count),
