@@ -245,6 +245,91 @@ def test_the_command_line_refuses_what_the_fleet_file_sets(tmp_path):
     assert "--power-cap-mw" in result.stderr
 
 
+@pytest.mark.parametrize(
+    "given, says",
+    [
+        (["--kv-offload-gb", "10"], "--kv-offload-gb: is set in the fleet file (--fleet), for each "
+         "model (drop --kv-offload-gb; set 'kv_offload_gb' under 'defaults' or a model"),
+        (["--requests", "50"], "--requests: is set in the fleet file"),
+        (["--prompt-tokens", "100"], "set 'input_lengths' under 'defaults'"),
+        (["--failures"], "--failures: does not apply to a fleet plan (--fleet) (drop --failures)"),
+        (["--demand", "d.csv"], "--demand: does not apply to a fleet plan"),
+        (["--autoscale", "hpa"], "--autoscale: does not apply to a fleet plan"),
+        (["--confidence", "0.9"], "--confidence: does not apply to a fleet plan"),
+        (["Qwama 0.5B"], "MODEL argument: is named in the fleet file (--fleet)"),
+    ],
+)  # fmt: skip
+def test_an_option_beside_a_fleet_file_is_named_with_the_fix_that_applies(given, says):
+    # settings the file sets had been sent to --rate ("needs --rate or --trace or --demand"),
+    # and options no fleet plan reads had been said to be set in the file
+    result = CliRunner().invoke(main, ["capacity", "--fleet", "examples/fleet.yaml", *given])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.output
+    assert says in result.stderr
+
+
+@pytest.mark.parametrize(
+    "change, field, fix",
+    [
+        (lambda f: f["defaults"].update(engine="vlm"), "defaults.engine", "did you mean"),
+        (lambda f: f["models"][1].pop("arrival_rate_per_s"), "models[1].arrival_rate_per_s",
+         "give 'arrival_rate_per_s' to models[1] or under 'defaults'"),
+    ],
+)  # fmt: skip
+def test_a_field_of_the_defaults_is_named_there_and_a_missing_one_where_to_give_it(
+    tmp_path, change, field, fix
+):
+    # an engine misspelt under defaults had been named 'models[0].engines', and a missing
+    # rate's fix had said to give --rate
+    fleet = _fleet("vllm")
+    change(fleet)
+    with pytest.raises(SpecError) as err:
+        ie.fleet_plan(fleet)
+    assert f"field '{field}'" in str(err.value) and fix in str(err.value)
+
+
+def test_a_fleet_file_that_is_a_list_says_where_the_models_go(tmp_path):
+    path = tmp_path / "fleet.yaml"
+    path.write_text("- model: Qwama 0.5B\n", encoding="utf-8")
+    with pytest.raises(SpecError, match=r"put the models under 'models:'"):
+        ie.fleet_plan(path)
+
+
+def test_a_fleet_states_its_figures_intervals_costs_and_what_each_was_computed_with(shared):
+    """The first line says the figures are expected; each model's load held carries its
+    interval (its instances times each end of one instance's); a shared GPU's price is split
+    between its models so the parts add up; each model's line states its own load."""
+    import json
+
+    from inference_econ.cli.fleet_commands import fleet_text
+    from inference_econ.serving.figure_labels import interval_columns
+
+    table = shared.to_dataframe()
+    assert table["usd_per_hour"].sum() == pytest.approx(shared.usd_per_hour)
+    assert list(table["usd_per_hour"]) == pytest.approx([H100.price_usd_per_hour / 2] * 2)
+    ends = interval_columns("max_rate_per_s")
+    for part, row in zip(shared.parts, table.to_dict("records")):
+        one = [part.option.held[c] for c in ends]
+        assert [row[c] for c in ends] == pytest.approx([part.instances * e for e in one])
+        assert one[2] < part.option.max_rate_per_instance < one[3]
+    text = fleet_text(shared, "table", "f.yaml", ("H100",))
+    assert text.startswith(
+        "Expected figures: achievable preset, engine profile vllm; 80 % and 90 %"
+    )
+    assert "max_rate_per_s 90 %" in text
+    assert "  a: Qwama 0.5B (" in text and "traffic Poisson arrivals, 2 req/s;" in text
+    assert "gpu_share 1/4" in text and "price_usd_per_gpu_hour 2.1;" in text
+    assert "GPUs: -H H100 for every model that names no 'hardware' of its own" in text
+    d = json.loads(fleet_text(shared, "json", "f.yaml"))
+    assert [c["label"] for c in d["metadata"]["curves"]] == ["a", "b"]
+    assert d["rows"][0]["max_rate_per_s_low90"] == pytest.approx(table["max_rate_per_s_low90"][0])
+
+
+def test_a_dedicated_part_of_several_gpus_reads_in_the_plural():
+    o = InstanceOption("H100-SXM", None, 2, 1.0, 10.0, 1.0, 2.0)  # type: ignore[arg-type]
+    assert Part("m", o, 1, 1.0).describe() == "1 x 2 GPUs H100-SXM"
+    assert Part("m", o, 3, 1.0).held("max_rate_per_s") == {}  # no interval: a bound's
+
+
 def test_hardware_given_replaces_the_fleet_files_own():
     # examples/fleet.yaml names H100 for every model; -H H200 (the API's ``hardware``) searches
     # H200 instead, where it had been refused as an unknown field of the file
@@ -320,11 +405,13 @@ def _text_table(text: str, title: str) -> list[list[str]]:
 
     lines = text.splitlines()
     start = lines.index(title) + 3  # past its title, header and rule
+    width = len(re.split(r"\s{2,}", lines[start - 2].strip()))
     rows = []
     for line in lines[start:]:
-        if not line.strip() or line.startswith(("Each ", "A share", "Power")):
+        cells = re.split(r"\s{2,}", line.strip())
+        if not line.strip() or len(cells) != width:  # the notes under the table
             break
-        rows.append(re.split(r"\s{2,}", line.strip()))
+        rows.append(cells)
     return rows
 
 

@@ -39,7 +39,7 @@ from .export import (
     plan_record,
     write_launch_files,
 )
-from .fleet import checked_power_cap, fleet_plan, power_plan, read_fleet
+from .fleet import FLEET_SETTINGS, checked_power_cap, fleet_plan, power_plan, read_fleet
 from .labels import (
     DETAIL_COLUMNS,
     SUMMARY_COLUMNS,
@@ -643,6 +643,7 @@ def list_specs(kind: str) -> pd.DataFrame:
 __all__ = [
     "DETAIL_COLUMNS",
     "EXPORT_PLANS",
+    "FLEET_SETTINGS",
     "FRONTIER_PICKS",
     "LAUNCH_OPTIONS",
     "LoadInputs",

@@ -50,6 +50,8 @@ _LOAD = tuple(
 )
 #: A model entry's own fields beside the settings.
 _OWN = ("name", "model", "hardware", "adapters")
+#: Every setting a fleet file's model (or its ``defaults``) takes.
+FLEET_SETTINGS = frozenset(_SERVED + _LOAD)
 
 
 def read_fleet(fleet, hardware=None) -> list[FleetModel]:
@@ -71,7 +73,15 @@ def read_fleet(fleet, hardware=None) -> list[FleetModel]:
     from ..specs.yamlfile import load_yaml
 
     source = str(fleet) if isinstance(fleet, (str, Path)) else "fleet"
-    data = load_yaml(Path(fleet)) if isinstance(fleet, (str, Path)) else fleet
+    try:
+        data = load_yaml(Path(fleet)) if isinstance(fleet, (str, Path)) else fleet
+    except SpecError as exc:
+        if not exc.problem.startswith("expected a mapping"):
+            raise
+        raise SpecError(
+            source, "", exc.problem,
+            "put the models under 'models:', beside 'hardware:' and 'defaults:' (examples/fleet.yaml)",
+        ) from None  # fmt: skip
     r = Reader(data, source)
     in_file = r.text_list("hardware")  # read either way: ``hardware`` replaces it
     if hardware and not isinstance(hardware, (str, list, tuple)):
@@ -134,11 +144,29 @@ def _model(source: str, i: int, entry: Any, defaults: dict, gpus, shared_from: s
     except SpecError as exc:
         if exc.source not in ("argument", ""):
             raise exc.inside(source, where) from None
-        field = exc.field if exc.field != "models" else "model"
+        field = _setting_named(exc.field)
         if field == "hardware" and not own:
             raise SpecError(shared_from, "hardware", f"{where}: {exc.problem}", exc.fix) from None
-        raise SpecError(source, f"{where}.{field}", exc.problem, exc.fix) from None
+        at = (
+            f"defaults.{field}"
+            if field in defaults and field not in settings
+            else f"{where}.{field}"
+        )
+        fix = exc.fix
+        if exc.problem == "is missing":  # the API's fix names a flag: say where the file sets it
+            fix = f"give '{field}' to {where} or under 'defaults' (examples/fleet.yaml)"
+        raise SpecError(source, at, exc.problem, fix) from None
     return FleetModel(name, tuple(chosen), inputs.traffic, inputs.targets, inputs.config)
+
+
+def _setting_named(field: str) -> str:
+    """The setting an error's field names: ``engine`` for the catalog's kind ``engines``."""
+    base = field.split(" ")[0]
+    if base == "models":  # the catalog's kind; a fleet's entry names it ``model``
+        return "model" + field[len(base) :]
+    if base not in table.BY_NAME and base.endswith("s") and base[:-1] in table.BY_NAME:
+        return base[:-1] + field[len(base) :]
+    return field
 
 
 def _names(gpus) -> list:
@@ -328,4 +356,6 @@ def power_plan(
     if not math.isfinite(rate):
         raise SpecError("argument", "arrival_rate_per_s", "is missing", "give the load's rate")
     pue = facility_pue(candidates[0])
-    return power_capped_plan(options, rate, inputs.targets, tokens, pue, cap, power_at)
+    return power_capped_plan(
+        options, rate, inputs.targets, tokens, pue, cap, power_at, inputs.traffic.describe()
+    )

@@ -16,17 +16,15 @@ from .common import (
     Progress,
     emit,
     format_option,
-    given,
     handle_errors,
     option,
     options,
     out_option,
     quiet_option,
     renamed_flags,
-    searched,
-    typed_name,
 )
 from .fleet_commands import (
+    beside_fleet,
     check_model,
     fleet_command,
     fleet_option,
@@ -35,6 +33,7 @@ from .fleet_commands import (
     power_command,
 )
 from .stated import emit_tables, save_figure
+from .typed import given, searched, sole, typed_name
 
 #: What is served (no fixed context: lengths come from the traffic): the settings of a
 #: prefill, prices and power included, and speculative decoding (docs/model.md §E8).
@@ -282,6 +281,7 @@ def _odds_notes(result) -> list[str]:
 @format_option
 @out_option
 @quiet_option
+@sole("fleet", beside_fleet)  # --fleet FILE sets every model's settings
 @searched("arrival_rate_per_s", by="gpus")  # --gpus: the most load a deployment holds
 @searched("arrival_rate_per_s", by="demand")  # --demand: a rate for every hour
 @handle_errors

@@ -15,7 +15,6 @@ from .common import (
     OutputFile,
     Progress,
     emit,
-    excludes,
     format_option,
     handle_errors,
     hardware_option,
@@ -27,6 +26,7 @@ from .common import (
     table_output,
 )
 from .stated import stated_table
+from .typed import excludes
 
 
 def _figure_target(figure: str) -> tuple[str, tuple[str, ...]]:

@@ -14,16 +14,14 @@ from .common import (
     Progress,
     checked,
     format_option,
-    given,
     handle_errors,
     length_option,
-    modes,
     option,
     options,
     quiet_option,
     renamed_flags,
-    typed_name,
 )
+from .typed import given, modes, typed_name
 
 #: The request lengths of a point (a number) and of a capacity plan's traffic (a number or a
 #: distribution): one flag each.

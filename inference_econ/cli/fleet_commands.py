@@ -7,8 +7,9 @@ from __future__ import annotations
 import click
 
 from ..errors import SpecError, plural
-from .common import RawValue, emit, fail, typed_name
+from .common import RawValue, emit, fail
 from .stated import save_figure
+from .typed import given, typed_name
 
 #: Options of ``capacity`` a fleet plan reads (the file sets every other one).
 FLEET_READS = {"hardware", "fleet", "power_cap_mw", "yes", "format", "out", "quiet", "figure"}
@@ -55,23 +56,35 @@ power_cap_option = click.option(
 
 
 def fleet_command(ctx, hardware: list[str], fmt: str, out, say, figure=None) -> None:
-    """capacity --fleet: the fleet plan, refusing options the fleet file sets; ``figure``:
+    """capacity --fleet: the fleet plan (its options checked by ``beside_fleet``); ``figure``:
     its GPUs by model beside each model alone."""
     from .. import api
 
     values = ctx.params
-    for name in sorted(_given(ctx) - FLEET_READS):
-        flag = "MODEL" if name == "model" else typed_name(name)
-        raise SpecError(
-            "command line", flag, "is set in the fleet file (--fleet)",
-            f"drop {flag}; set it for a model in the fleet file",
-        )  # fmt: skip
     plan = api.fleet_plan(
         values["fleet"], hardware or None, power_cap_mw=values["power_cap_mw"], progress=say,
         yes=values["yes"],
     )  # fmt: skip
-    emit(fleet_text(plan, fmt, values["fleet"]), out)
+    emit(fleet_text(plan, fmt, values["fleet"], hardware), out)
     _draw(figure, "fleet_figure", plan)
+
+
+def beside_fleet(ctx, names: set[str]) -> None:
+    """Refuse an option given with --fleet: a setting the fleet file sets for each model, or
+    one a fleet plan does not read, named as typed with the fix."""
+    from .. import api
+
+    order = [p.name for p in ctx.command.params]
+    for name in sorted(names - FLEET_READS, key=order.index):
+        flag = "MODEL" if name == "model" else typed_name(name, ctx)
+        if name == "model":
+            problem, fix = "is named in the fleet file (--fleet)", "drop MODEL; the file names each"
+        elif name in api.FLEET_SETTINGS:
+            problem = "is set in the fleet file (--fleet), for each model"
+            fix = f"drop {flag}; set '{name}' under 'defaults' or a model in the fleet file"
+        else:
+            problem, fix = "does not apply to a fleet plan (--fleet)", f"drop {flag}"
+        raise SpecError("command line", flag, problem, fix)
 
 
 def power_command(
@@ -82,7 +95,7 @@ def power_command(
     from .. import api
 
     for name in POWER_REFUSES:
-        if name in _given(ctx):
+        if name in given(ctx):
             flag = typed_name(name)
             raise SpecError(
                 "command line", flag, "does not apply with --power-cap-mw (one load, co-located)",
@@ -103,16 +116,12 @@ def _draw(figure: str | None, name: str, plan) -> None:
     save_figure(getattr(fleet_plots, name)(plan), figure)
 
 
-def _given(ctx) -> set[str]:
-    from .common import given
-
-    return given(ctx)
-
-
-def fleet_text(plan, fmt: str, source: str) -> str:
-    """A fleet plan: its summary, each model's part, the shared GPUs and every candidate."""
-    from ..output.render import render
-    from .stated import vertical
+def fleet_text(plan, fmt: str, source: str, hardware=()) -> str:
+    """A fleet plan: whether its figures are expected, its summary, each model's part (the
+    load it holds with its interval), the shared GPUs and every candidate."""
+    from ..output.ranges import ranged_columns
+    from ..output.render import meta_lines, render
+    from .stated import first_line, vertical
 
     s = plan.summary()
     alone = int(s["alone_gpus"])
@@ -122,7 +131,13 @@ def fleet_text(plan, fmt: str, source: str) -> str:
         f"{plural(alone, 'GPU')} and ${plan.alone_usd_per_hour:,.4g}/h planned alone "
         f"(saves {s['saving_fraction']:.0%})"
     )
-    notes = fleet_notes(plan)
+    line, covered = first_line([p.option.setting for p in plan.parts], parts="Models")
+    notes = [*covered, *fleet_notes(plan)]
+    if hardware:
+        notes.append(
+            f"GPUs: -H {', '.join(hardware)} for every model that names no 'hardware' of its own, "
+            "in place of the fleet file's top-level 'hardware'."
+        )
     models = plan.to_dataframe()
     tables = {
         "gpus": ("The shared GPUs and the instances on each", plan.gpu_table()),
@@ -131,22 +146,31 @@ def fleet_text(plan, fmt: str, source: str) -> str:
             plan.candidates,
         ),
     }
+    meta = plan.metadata()
     if fmt in ("csv", "json"):
         counts = ("models", "gpus", "shared_gpus", "alone_gpus")  # whole numbers, as the text
         totals = {k: int(v) if k in counts else float(v) for k, v in s.items()}
-        return render(models, fmt, title=title, notes=notes, summary=totals, tables=tables)
+        return render(
+            models, fmt, title=title, notes=[line, *notes], meta=meta, summary=totals,
+            tables=tables,
+        )  # fmt: skip
     gap = "\n" if fmt == "markdown" else ""
     parts = [
-        vertical(s, fmt, title),
-        render(models, fmt, title="Each model: its part of the fleet and its plan alone"),
+        line + "\n" + vertical(s, fmt, title),
+        render(
+            ranged_columns(models),
+            fmt,
+            title="Each model: its part of the fleet and its plan alone",
+        ),
     ]
     for name, (caption, table) in tables.items():
         if name == "gpus" and not plan.bins:
             continue  # no GPU shared: no table of them
         if name == "candidates" and fmt == "table":
             table = table.drop(columns=["note"])  # as the text has always shown them
-        parts.append(render(table, fmt, title=caption))
-    return (gap + "\n").join(parts) + gap + "".join(f"{n}\n" for n in notes)
+        parts.append(render(ranged_columns(table), fmt, title=caption))
+    tail = [*notes, *meta_lines(meta)]
+    return (gap + "\n").join(parts) + gap + "".join(f"{n}\n" for n in tail)
 
 
 def fleet_notes(plan) -> list[str]:
@@ -158,7 +182,11 @@ def fleet_notes(plan) -> list[str]:
         "(docs/model.md §G6).",
         "A share x of a GPU: x of its memory (the engine's memory fraction, e.g. vLLM "
         "--gpu-memory-utilization, SGLang --mem-fraction-static), of its tensor rate and "
-        "bandwidth (its time shared in proportion) and of its power.",
+        "bandwidth (its time shared in proportion) and of its power; a shared GPU's price is "
+        "split between the models on it by their shares.",
+        "The fleet's GPUs, cost and power are planned at the load each instance is expected to "
+        "hold; max_rate_per_s and max_rate_per_instance carry that load's 80 % and 90 % "
+        "intervals (§F12), which the plan is not made again for.",
     ]
     lines += [f"{model}: no share of a GPU: {why}." for model, why in plan.sharing if why]
     lines += [f"{part.model}: {note}" for part in plan.parts for note in part.option.run_notes]
@@ -171,20 +199,24 @@ def fleet_notes(plan) -> list[str]:
 
 
 def power_text(plan, fmt: str) -> str:
-    """A power-capped plan: its summary and every candidate under the cap."""
-    from ..output.render import render
-    from .stated import vertical
+    """A power-capped plan: whether its figures are expected, its summary and every candidate
+    under the cap (the load each instance holds with its interval)."""
+    from ..output.ranges import ranged_columns
+    from ..output.render import meta_lines, render
+    from .stated import first_line, vertical
 
     s = plan.summary()
     o = plan.option
     cap = f"a {plan.cap_mw:g} MW power cap" if plan.cap_mw is not None else "no power cap"
     title = (
-        f"Under {cap}: {plan.instances} x {o.gpus_per_instance} GPU {o.hardware} serves "
+        f"Under {cap}: {o.describe(plan.instances)} serves "
         f"{plan.served_rate_per_s:.4g} of {plan.rate_per_s:g} req/s within "
         f"{plan.targets.describe()} ({plan.output_tokens_per_s:,.0f} output tokens/s, "
         f"{s['output_tokens_per_s_per_mw']:,.4g} per facility MW)"
     )
+    line, covered = first_line([c.setting for c in plan.options], parts="GPUs")
     notes = [
+        *covered,
         f"Power: each instance counted at {plan.power_at} "
         + ("(its draw at the most load it holds within the targets, the power model of "
            "docs/model.md §G2)" if plan.power_at == "load" else "(power model, §G2)")
@@ -192,17 +224,23 @@ def power_text(plan, fmt: str) -> str:
         "The cap " + ("binds: the plan differs from the uncapped one "
                       f"({s['uncapped_deployment']})." if plan.binds
                       else "does not bind: the plan is the uncapped one."),
+        "Instances are counted at the load each is expected to hold; max_rate_per_instance "
+        "carries that load's 80 % and 90 % intervals (§F12), which the plan is not made again for.",
         *o.run_notes,
     ]  # fmt: skip
+    meta = plan.metadata()
     if fmt in ("csv", "json"):
-        return render(plan.candidates, fmt, title=title, notes=notes, summary=dict(s))
+        return render(
+            plan.candidates, fmt, title=title, notes=[line, *notes], meta=meta, summary=dict(s)
+        )
     gap = "\n" if fmt == "markdown" else ""
     body = render(
-        plan.candidates,
+        ranged_columns(plan.candidates),
         fmt,
         title="Every candidate: the instances the load needs, their draw and what the cap holds",
     )
-    return vertical(s, fmt, title) + gap + "\n" + body + gap + "".join(f"{n}\n" for n in notes)
+    tail = "".join(f"{n}\n" for n in [*notes, *meta_lines(meta)])
+    return line + "\n" + vertical(s, fmt, title) + gap + "\n" + body + gap + tail
 
 
 def check_model(model, hardware) -> None:

@@ -20,19 +20,28 @@ def stated_table(
     several (a study's cells): one line for each kind of figure. Expected figures' intervals
     are ranges in a text table (``output.ranges.ranged_columns``) and their ``_low80`` ...
     columns in CSV and JSON; ``intervals=False``: the table has none (its line says so)."""
-    from .. import api
     from ..output.ranges import ranged_columns
     from ..output.render import render
 
-    labels = under if isinstance(under, (list, tuple)) else [under]
-    lines = list(dict.fromkeys(api.figures_line(u, intervals) for u in labels))
-    covered = (api.coverage_note(u) for u in labels if isinstance(u, api.Setting) and intervals)
-    notes = [*dict.fromkeys(n for n in covered if n), *notes]
-    line = lines[0] if len(lines) == 1 else "Cells differ: " + " / ".join(lines)
+    line, covered = first_line(under, intervals)
+    notes = [*covered, *notes]
     if fmt in ("csv", "json"):
         return render(df, fmt, title=title, meta=meta, notes=[line, *notes])
     shown = ranged_columns(df)
     return line + "\n" + render(shown, fmt, title=title, meta=meta, notes=list(notes))
+
+
+def first_line(under, intervals: bool = True, parts: str = "Cells") -> tuple[str, list[str]]:
+    """The line saying whether figures computed under ``under`` (a setting or preset label, or
+    several: a study's cells, a fleet's models, named by ``parts``) are an ideal bound or
+    expected, and the notes of those outside what the measured data covers."""
+    from .. import api
+
+    labels = under if isinstance(under, (list, tuple)) else [under]
+    lines = list(dict.fromkeys(api.figures_line(u, intervals) for u in labels))
+    covered = (api.coverage_note(u) for u in labels if isinstance(u, api.Setting) and intervals)
+    line = lines[0] if len(lines) == 1 else f"{parts} differ: " + " / ".join(lines)
+    return line, list(dict.fromkeys(n for n in covered if n))
 
 
 def vertical(series, fmt: str, title: str, meta=None, notes=()) -> str:

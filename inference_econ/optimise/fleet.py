@@ -27,6 +27,7 @@ from ..errors import InfeasibleError
 from ..load.arrivals import Traffic
 from ..load.engine import EngineConfig
 from ..load.targets import Targets
+from ..serving.derived_intervals import renamed_intervals
 from ..serving.setting import Setting
 from .gpu_share import SHARES, why_not_shared
 from .instance_options import InstanceOption, instance_options
@@ -62,10 +63,13 @@ class Part:
 
     def describe(self) -> str:
         """``"2 x 1 GPU H100-SXM"`` or ``"3 x 1/2 of H100-SXM"``."""
-        o = self.option
-        if o.shared:
-            return f"{self.instances} x {o.label()}"
-        return f"{self.instances} x {o.gpus_per_instance} GPU {o.hardware}"
+        return self.option.describe(self.instances)
+
+    def held(self, name: str) -> dict[str, float]:
+        """The interval columns of the load its instances hold, under ``name`` ({} for a
+        bound): each instance's held load's ends (§F12) times the instances."""
+        ends = renamed_intervals(self.option.held, "max_rate_per_s", name)
+        return {k: v * self.instances for k, v in ends.items()}
 
 
 #: One GPU of a shared pool: its type and the (model, share) instances on it.
@@ -88,6 +92,8 @@ class FleetPlan:
     candidates: pd.DataFrame
     #: The site budget in MW of facility power it was planned within (None: none).
     power_cap_mw: float | None = None
+    #: Per model, what its part was computed with (``metadata``).
+    computed_with: tuple[dict, ...] = ()
 
     @property
     def usd_per_hour(self) -> float:
@@ -135,9 +141,17 @@ class FleetPlan:
             }
         )
 
+    def metadata(self) -> dict:
+        """What each model's part was computed with (its knee's run: model and GPU files,
+        preset, precisions, targets, requests, seed; the model's own load and a whole GPU's
+        price), one curve per model."""
+        return {"curves": [dict(c) for c in self.computed_with]}
+
     def to_dataframe(self) -> pd.DataFrame:
-        """One row per model: its part of the fleet and its plan alone."""
+        """One row per model: its part of the fleet (the load it holds with its interval; its
+        cost, a shared GPU's split by the shares on it) and its plan alone."""
         why = dict(self.sharing)
+        shared_usd = _shared_costs(self.parts, self.bins)
         rows = []
         for part, alone in zip(self.parts, self.alone):
             o = part.option
@@ -148,7 +162,10 @@ class FleetPlan:
                     "deployment": part.describe(),
                     "shared": part.shared,
                     "max_rate_per_s": part.instances * o.max_rate_per_instance,
-                    "usd_per_hour": math.nan if o.shared else o.usd_per_hour(part.instances),
+                    **part.held("max_rate_per_s"),
+                    "usd_per_hour": (
+                        shared_usd[part.model] if o.shared else o.usd_per_hour(part.instances)
+                    ),
                     "alone_deployment": alone.describe(),
                     "alone_usd_per_hour": _cost([alone], _pack([alone])),
                     "sharing": why[part.model] or "can share a GPU",
@@ -223,7 +240,19 @@ def fleet_plan(
         pue=pue,
         candidates=frame,
         power_cap_mw=power_cap_mw,
+        computed_with=tuple(_computed_with(m, p) for m, p in zip(models, best)),
     )
+
+
+def _computed_with(model: FleetModel, part: Part) -> dict:
+    """What a model's part was computed with: its knee's run's metadata at the model's own
+    load (not the knee's rate), a whole GPU's price and the share an instance takes."""
+    o = part.option
+    meta = {"label": model.name, **o.computed_with, "traffic": model.traffic.describe()}
+    meta["price_usd_per_gpu_hour"] = o.gpu_usd_per_hour
+    if o.shared:
+        meta["gpu_share"] = o.label().split(" of ")[0]
+    return meta
 
 
 def _parts(model: FleetModel, options: list[InstanceOption]) -> list[Part]:
@@ -254,6 +283,7 @@ def _row(model: str, o: InstanceOption, rate: float) -> dict:
         "option": o.label(),
         "shared": o.shared,
         "max_rate_per_instance": o.max_rate_per_instance if o.feasible else math.nan,
+        **renamed_intervals(o.held, "max_rate_per_s", "max_rate_per_instance"),
         "instances": o.instances_for(rate) if o.feasible else None,
         "kw_per_instance": o.load_kw_per_instance,
         "note": o.note,
@@ -332,6 +362,17 @@ def _cost(parts: Sequence[Part], bins: Sequence[Bin]) -> float:
     """$ an hour: the dedicated instances and every shared GPU, each paid in full."""
     dedicated = sum(p.option.usd_per_hour(p.instances) for p in parts if not p.shared)
     return dedicated + sum(_price(parts, hardware) for hardware, _ in bins)
+
+
+def _shared_costs(parts: Sequence[Part], bins: Sequence[Bin]) -> dict[str, float]:
+    """$ an hour of each model's shares: every shared GPU's price split between the models
+    on it in proportion to their shares (so the parts add up to the fleet's cost)."""
+    out: dict[str, float] = {}
+    for hardware, held in bins:
+        used = sum(x for _, x in held)
+        for model, x in held:
+            out[model] = out.get(model, 0.0) + _price(parts, hardware) * x / used
+    return out
 
 
 def _gpus(parts: Sequence[Part], bins: Sequence[Bin]) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import InfeasibleError, SpecError, plural
 from ..load.arrivals import Traffic
@@ -20,6 +20,7 @@ from ..load.deployment import Deployment
 from ..load.engine import EngineConfig
 from ..load.targets import Targets
 from ..model.power import it_power_w
+from ..serving.intervals import held_intervals
 from ..serving.setting import Setting
 from .candidates import _instances_for, sizes_tried
 from .gpu_share import shared_setting, why_not_shared
@@ -47,6 +48,10 @@ class InstanceOption:
     note: str = ""
     #: What its knee's run could not judge (a run of sessions too short for a steady state).
     run_notes: tuple[str, ...] = ()
+    #: ``max_rate_per_instance``'s interval columns (§F12; {} for a bound or no load held).
+    held: dict[str, float] = field(default_factory=dict, compare=False)
+    #: What its knee's run was computed with (``LoadResult.metadata``; {}: no load held).
+    computed_with: dict = field(default_factory=dict, compare=False)
 
     @property
     def feasible(self) -> bool:
@@ -61,6 +66,12 @@ class InstanceOption:
         if self.shared:
             return f"{_fraction(self.share)} of {self.hardware}"
         return f"{self.gpus_per_instance} x {self.hardware}"
+
+    def describe(self, instances: int) -> str:
+        """``"2 x 1 GPU H100-SXM"`` or ``"3 x 1/2 of H100-SXM"``."""
+        if self.shared:
+            return f"{instances} x {self.label()}"
+        return f"{Deployment(self.gpus_per_instance, instances).describe()} {self.hardware}"
 
     def instances_for(self, rate_per_s: float) -> int:
         """Instances that hold ``rate_per_s`` within the targets."""
@@ -139,6 +150,8 @@ def _option(base: Setting, run: Setting, n: int, share: float, traffic, targets,
         gpu_usd_per_hour=base.gpu.price_usd_per_hour,
         note=knee.reason or ("" if at is not None else "no load meets the targets"),
         run_notes=tuple(at.unsteady_notes) if at is not None else (),
+        held=held_intervals(at, knee.max_rate_per_s) if at is not None else {},
+        computed_with=at.metadata() if at is not None else {},
     )
 
 

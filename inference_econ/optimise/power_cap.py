@@ -24,7 +24,9 @@ import pandas as pd
 
 from ..columns import ALL_IN, SECONDS_PER_HOUR
 from ..errors import InfeasibleError
+from ..load.deployment import Deployment
 from ..load.targets import Targets
+from ..serving.derived_intervals import renamed_intervals
 from .candidates import _rank
 from .instance_options import InstanceOption, need_power
 
@@ -48,12 +50,18 @@ class PowerPlan:
     candidates: pd.DataFrame
     #: Every candidate searched (GPU x instance size), to plan at another cap (``at_cap``).
     options: tuple[InstanceOption, ...] = field(default=())
+    #: The load planned for, as its runs state traffic (``Traffic.describe``).
+    traffic: str = ""
+
+    def metadata(self) -> dict:
+        """What the chosen instance's knee was computed with, at the plan's own load."""
+        return {**self.option.computed_with, "traffic": self.traffic}
 
     def at_cap(self, cap_mw: float | None) -> PowerPlan:
         """The same search's plan under another cap (no simulation runs again)."""
         return power_capped_plan(
             self.options, self.rate_per_s, self.targets, self.output_tokens_per_request,
-            self.pue, cap_mw, self.power_at,
+            self.pue, cap_mw, self.power_at, self.traffic,
         )  # fmt: skip
 
     @property
@@ -97,7 +105,7 @@ class PowerPlan:
             {
                 "power_cap_mw": self.cap_mw if self.cap_mw is not None else math.nan,
                 "hardware": self.option.hardware,
-                "deployment": f"{self.instances} x {self.option.gpus_per_instance} GPU",
+                "deployment": Deployment(self.option.gpus_per_instance, self.instances).describe(),
                 "gpus": self.gpus,
                 "rate_per_s": self.rate_per_s,
                 "served_rate_per_s": self.served_rate_per_s,
@@ -110,10 +118,7 @@ class PowerPlan:
                 "output_tokens_per_s_per_mw": tokens / self.facility_mw,
                 "usd_per_hour": self.usd_per_hour,
                 ALL_IN: self.usd_per_hour / (tokens * SECONDS_PER_HOUR) * 1e6,
-                "uncapped_deployment": (
-                    f"{self.uncapped_instances} x {self.uncapped.gpus_per_instance} GPU "
-                    f"{self.uncapped.hardware}"
-                ),
+                "uncapped_deployment": self.uncapped.describe(self.uncapped_instances),
                 "uncapped_output_tokens_per_s": self.rate_per_s * self.output_tokens_per_request,
             }
         )
@@ -133,6 +138,7 @@ def power_capped_plan(
     pue: float,
     cap_mw: float | None,
     power_at: str = "load",
+    traffic: str = "",
 ) -> PowerPlan:
     """The plan under ``cap_mw`` (module docstring) over whole-GPU ``options``; raises
     ``InfeasibleError`` with what to change where no candidate meets the targets or the cap
@@ -164,6 +170,7 @@ def power_capped_plan(
         output_tokens_per_request=output_tokens_per_request,
         candidates=table,
         options=tuple(options),
+        traffic=traffic,
     )
 
 
@@ -213,6 +220,7 @@ def _table(options, rate_per_s: float, pue: float, cap_mw, power_at: str) -> pd.
             "hardware": o.hardware,
             "gpus_per_instance": o.gpus_per_instance,
             "max_rate_per_instance": o.max_rate_per_instance,
+            **renamed_intervals(o.held, "max_rate_per_s", "max_rate_per_instance"),
             "instances": count,
             "usd_per_hour": o.usd_per_hour(count),
             "kw_per_instance": kw,

@@ -218,6 +218,7 @@ def load_yaml(path: Path) -> dict:
         )
     if not isinstance(data, dict):
         raise SpecError(
-            str(path), "", f"expected a mapping of fields at the top level, got {short(data)}"
-        )
+            str(path), "", f"expected a mapping of fields at the top level, got {short(data)}",
+            "write its fields as 'field: value' lines, a list under the field that holds it",
+        )  # fmt: skip
     return data
