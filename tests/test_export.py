@@ -756,7 +756,7 @@ def test_a_plan_with_attention_over_part_of_its_tensor_group_is_read_back_as_pla
     path = tmp_path / "sglang-bench.json"
     path.write_text(json.dumps(run))
     t = compare(path, "achievable", engine="sglang").table
-    assert set(t.layout) == {"TP8 EP DP2 attn-DP"} and list(t.status) == ["ok"] * len(t)
+    assert set(t.layout) == {"TP8 EP8 DP2 attn-DP"} and list(t.status) == ["ok"] * len(t)
     # the same engine model on both sides (0.7 %: the replay draws its own 400 requests where
     # the plan ran 320); the result names its KV cache's format, 16-bit here ("FP8" alone had
     # read as an FP8 cache, 2-4 % off)

@@ -1226,3 +1226,38 @@ def test_a_request_past_the_models_context_window_is_infeasible_for_that_reason(
         "infeasible: a request of 100,001,000 tokens (prompt and output) is past "
         "DeepSeek-R1's context window of 163,840 tokens"
     )
+
+
+def test_a_stated_layout_that_splits_attention_heads_below_one_is_infeasible(tmp_path):
+    # TP1000000 of a 64-head model had been priced ("ok", within 6 % of the measured figure);
+    # no engine splits a head, so the row says why it cannot be run
+    path = tmp_path / "rows.csv"
+    path.write_text(
+        "model,hardware,n_gpus,parallelism,metric,value,unit,input_len,output_len,"
+        "batch_or_concurrency,engine,precision\n"
+        "Llama 3.3 70B,H200,1000000,TP1000000,output_throughput,11000,tok/s,128,128,64,"
+        "vllm,FP8\n"
+        "Llama 3.3 70B,H200,64,TP64,output_throughput,11000,tok/s,128,128,64,vllm,FP8\n"
+    )
+    table = comparison.compare(path, "achievable").table
+    assert table.status[0] == (
+        "infeasible: TP1000000 splits Llama 3.3 70B's 64 attention heads over 1,000,000 GPUs, "
+        "less than one each"
+    )
+    assert table.status[1] == "ok" and table.layout[1] == "TP64"  # one head a GPU: it runs
+
+
+def test_a_layout_label_names_its_expert_degree_and_reads_back_as_it():
+    from inference_econ.measured.layouts import layout_of
+    from inference_econ.measured.predicting import Candidate
+
+    for cand in (Candidate(8, 1, 1, 2, True), Candidate(4, 2, 1, 1, True)):
+        label = cand.label()
+        assert f"EP{cand.tensor}" in label  # "TP8 EP8 DP2 attn-DP", "TP4PP2 EP4"
+        back = layout_of(label, cand.gpus, "row")
+        assert (back.tensor, back.pipeline, back.expert) == (
+            cand.tensor,
+            cand.pipeline,
+            cand.tensor,
+        )
+        assert back.attention_ranks == cand.attention_ranks

@@ -133,6 +133,16 @@ def requests_held(model: StepModel, row: MeasuredRow, cand, context=None) -> flo
     return room / per_request if per_request > 0 else math.inf
 
 
+def split_heads(row: MeasuredRow, cand) -> str:
+    """Why a layout cannot run a row: its attention's tensor degree is past the model's query
+    heads (each GPU would hold less than one; vLLM, SGLang and TensorRT-LLM refuse it)."""
+    degree, heads = cand.tensor // cand.attention_ranks, row.arch.attention.query_heads
+    return (
+        f"infeasible: {cand.label()} splits {row.arch.name}'s {heads} attention heads over "
+        f"{degree:,} GPUs, less than one each"
+    )
+
+
 def no_room(row: MeasuredRow, model: StepModel, cand) -> str:
     """Why a layout holds not one of a row's requests: a request past the model's context
     window (what the engines refuse first), else the weights leaving too little memory."""

@@ -60,6 +60,7 @@ from .closed_forms import (
     offline_latency,
     predictable,
     requests_held,
+    split_heads,
 )
 from .reading import MeasuredRow
 from .row_harness import as_stated, engine_label, harness_of
@@ -305,8 +306,8 @@ class Candidate:
 
     def label(self) -> str:
         text = f"TP{self.tensor}" + (f"PP{self.pipeline}" if self.pipeline > 1 else "")
-        if self.expert_parallel:
-            text += " EP"
+        if self.expert_parallel:  # the experts split over the tensor group
+            text += f" EP{self.tensor}"
         text = " ".join([text, *layouts.attention_words(self.tensor, self.attention_ranks)])
         text = f"{self.replicas} x {text}" if self.replicas > 1 else text
         if self.step_token_budget is not None:
@@ -401,6 +402,9 @@ def build_plan(rows, assumptions="paper", engine=None, engines=None, for_fit=Fal
         for j, cand in enumerate(options):
             found = for_layout(row_found, cand, row)
             a = _assumptions_for(base, found, cand)
+            if cand.tensor // cand.attention_ranks > row.arch.attention.query_heads:
+                plan.infeasible.setdefault(i, split_heads(row, cand))  # no engine splits a head
+                continue
             model, prefill = _models(row.arch, row.gpu, row.bits, a)
             if requests_held(model, row, cand) < 1.0:
                 plan.infeasible.setdefault(i, no_room(row, model, cand))
