@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import inference_econ as ie
+from inference_econ.errors import SpecError
 from inference_econ.load.arrivals import Traffic
 from inference_econ.load.engine import EngineConfig, build_instance
 from inference_econ.load.kv_tiers import KvTier, TierSpace, tier_space
@@ -198,3 +199,15 @@ def test_tier_options_a_command_would_not_use_are_refused_in_one_line():
     assert r.output.strip().splitlines()[-1] == (
         "error: --gpus: is 8.5; an engine launches whole GPUs (give a whole number of GPUs)"
     )
+
+
+@pytest.mark.parametrize("given", [{"gpus": 10**400, "batch": 8}, {"gpus": 1, "batch": -(10**400)}])
+def test_an_export_of_a_number_past_a_float_names_its_argument(given):
+    # the whole-number check had raised OverflowError on an int no float holds
+    from inference_econ import api
+
+    name = next(k for k, v in given.items() if abs(v) > 1e9)
+    with pytest.raises(SpecError, match=rf"field '{name}': is -?1e\+400 "):
+        api.export(
+            "Llama 3.1 8B", "H100", engine="vllm", prompt_tokens=1000, output_tokens=100, **given
+        )

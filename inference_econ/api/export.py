@@ -173,10 +173,10 @@ def _given_point(plan: str, gpus, batch) -> None:
 
 def _whole(value) -> bool:
     """Whether ``value`` is a whole number; True for a value that is not a number at all,
-    which is refused where the setting is read."""
+    or a whole one too large for a float, which are refused where the setting is read."""
     try:
         return float(value).is_integer()
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return True
 
 
