@@ -169,6 +169,28 @@ def test_a_named_engine_that_does_not_run_on_the_part_is_refused(hardware, engin
         ie.make_setting("Llama 3 70B", hardware, assumptions="achievable", engine=engine)
 
 
+@pytest.mark.parametrize(
+    "hardware, says", [("TPU v6e", "runs TPU"), ("Arc Pro B60", "runs Intel XPU")]
+)
+def test_a_tpu_or_an_intel_gpu_is_not_served_by_a_cuda_engine(hardware, says):
+    """TPUs and Intel's Arc parts had been taken for CUDA parts: the achievable preset priced
+    them with TensorRT-LLM without a word, and export wrote a TensorRT-LLM launch (and a
+    CUDA image with nvidia.com/gpu) for a TPU. The default gives way to vLLM, which runs on
+    both; TensorRT-LLM named is refused; export writes no launch for either."""
+    with pytest.warns(InferenceEconWarning, match=f"{says}.*served by vllm"):
+        setting = ie.make_setting("Llama 3.1 8B", hardware, assumptions="achievable")
+    assert setting.assumptions.profile().name == "vllm"
+    with pytest.raises(SpecError, match="trtllm runs on CUDA"):
+        ie.make_setting("Llama 3.1 8B", hardware, assumptions="achievable", engine="trtllm")
+    from inference_econ import api
+
+    with pytest.raises(SpecError, match="export writes launches for CUDA and ROCm parts only"):
+        api.export(
+            "Llama 3.1 8B", hardware, engine="vllm", gpus=1, batch=8, prompt_tokens=100,
+            output_tokens=10,
+        )  # fmt: skip
+
+
 def test_a_part_derived_from_an_amd_one_runs_rocm_whatever_its_name():
     """A what-if MI300X named "AMD what-if" (twice the NIC bandwidth) was taken for a CUDA part
     and priced with TensorRT-LLM: Llama 3.1 8B on one GPU at batch 32 ran at 124.4 tok/s

@@ -80,6 +80,7 @@ def export(
     from ..export import launch
 
     _check_export(engine, plan, settings)
+    _exported_platform(hardware)
     _plan_arguments(plan, gpus=gpus, batch=batch, prefill_gpus=prefill_gpus, pick=pick, speed=speed)
     launch_options = {name: settings.pop(name, None) for name in LAUNCH_OPTIONS}
     settings.setdefault("assumptions", table.default("assumptions", "export"))
@@ -101,6 +102,28 @@ def export(
     if plan == "disagg":
         return _clock_noted(launch.disagg_plan(*request, prefill_gpus, **launch_options))
     return _clock_noted(launch.point_plan(*request, **source, **launch_options))
+
+
+def _exported_platform(hardware) -> None:
+    """Refuse a part whose platform no launch here is written for: the launches, images and
+    device resources are CUDA's and ROCm's (a TPU or an Intel GPU would be handed CUDA's)."""
+    from ..specs.hardware import GPU, load_hardware
+    from ..specs.platforms import SHOWN, platform_of
+
+    for part in hardware if isinstance(hardware, (list, tuple)) else [hardware]:
+        try:
+            gpu = part if isinstance(part, GPU) else load_hardware(part) if part else None
+        except SpecError:
+            return  # the setting's own checks refuse it, with its message
+        kind = platform_of(gpu) if gpu is not None else "cuda"
+        if kind not in ("cuda", "rocm"):
+            raise SpecError(
+                "argument", "hardware",
+                f"{gpu.name} runs {SHOWN[kind]}; export writes launches for CUDA and ROCm "
+                "parts only (their commands, images and device resources)",
+                "plan it with frontier or capacity, which price it, and launch it with the "
+                "engine's own instructions for that platform",
+            )  # fmt: skip
 
 
 def _exported_clock(engine: str, hardware, settings: dict) -> None:

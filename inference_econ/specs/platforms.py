@@ -1,4 +1,5 @@
-"""The software platform a part runs (CUDA, ROCm) and the engine profile that runs there.
+"""The software platform a part runs (CUDA, ROCm, TPU, Intel XPU) and the engine profile that
+runs there.
 
 Every engine profile states the platform it runs on (``platform``: cuda, rocm or any). A
 preset's default engine (TensorRT-LLM, CUDA only) on a part of another platform gives way to
@@ -14,19 +15,23 @@ from ..errors import SpecError
 from .engine import EngineProfile, select_engine
 
 #: The engine each platform runs when the default one does not run there: vLLM (its ROCm
-#: profile), the engine AMD's own results and MLPerf harness run on Instinct parts.
-PLATFORM_ENGINES = {"rocm": "vllm", "cuda": "trtllm"}
+#: profile), the engine AMD's own results and MLPerf harness run on Instinct parts; vLLM on
+#: TPUs (its TPU backend) and on Intel GPUs (its XPU platform, Intel's MLPerf Arc harness).
+PLATFORM_ENGINES = {"rocm": "vllm", "cuda": "trtllm", "tpu": "vllm", "xpu": "vllm"}
 #: How messages write each platform.
-_SHOWN = {"cuda": "CUDA", "rocm": "ROCm", "any": "any platform"}
+SHOWN = {"cuda": "CUDA", "rocm": "ROCm", "tpu": "TPU", "xpu": "Intel XPU", "any": "any platform"}
+#: The platform of a part by the start of its catalog name (the rest run CUDA).
+_BY_NAME = (("MI", "rocm"), ("TPU", "tpu"), ("ARC", "xpu"))
 
 
 def platform_of(gpu: Any) -> str:
-    """The software platform of a GPU: ROCm on AMD Instinct parts (MI...) and parts derived
-    from one (``derive_from``: the part a derivation starts from, whatever their own name),
-    CUDA otherwise."""
+    """The software platform of a GPU: ROCm on AMD Instinct parts (MI...), TPU on Google's
+    TPUs, Intel XPU on Intel's Arc parts, and those of parts derived from one
+    (``derive_from``: the part a derivation starts from, whatever their own name); CUDA
+    otherwise."""
     derived = tuple(getattr(gpu, "derived_from", ()))
-    root = derived[-1] if derived else gpu.name  # a derived part is its first base's kind
-    return "rocm" if root.upper().startswith("MI") else "cuda"
+    root = (derived[-1] if derived else gpu.name).upper()  # a derived part: its base's kind
+    return next((kind for start, kind in _BY_NAME if root.startswith(start)), "cuda")
 
 
 def runs_on(profile: EngineProfile, platform: str) -> bool:
@@ -47,13 +52,13 @@ def engine_on(profile: EngineProfile, gpu: Any, named: bool) -> tuple[EngineProf
         raise SpecError(
             "argument",
             "engine",
-            f"{profile.name} runs on {_SHOWN[profile.platform]}, and {gpu.name} is a "
-            f"{_SHOWN[platform]} part",
+            f"{profile.name} runs on {SHOWN[profile.platform]}, and {gpu.name} is a "
+            f"{SHOWN[platform]} part",
             f"name an engine that runs there (--engine {other}), or leave --engine out to "
             "take that platform's default",
         )
     chosen = select_engine(other, platform=platform)
     return chosen, (
-        f"{gpu.name} runs {_SHOWN[platform]}, where the default engine {profile.name} does "
+        f"{gpu.name} runs {SHOWN[platform]}, where the default engine {profile.name} does "
         f"not run: it is served by {chosen.name} (--engine names another)"
     )
