@@ -306,21 +306,22 @@ def test_result_accounting(llama8b):
     row = r.row()
     assert row["monthly_usd"] == pytest.approx(4599.0, rel=1e-12)
     assert list(row).index("monthly_usd") == list(row).index("usd_per_hour") + 1
-    # three instances each served a third of the offered 10 req/s, in the steady window
-    assert r.throughput_requests_per_s == pytest.approx(10, rel=0.05)
-    assert r.output_tokens_per_s == pytest.approx(2000, rel=0.05)
-    assert r.input_tokens_per_s == pytest.approx(10000, rel=0.05)
+    # a deployment that keeps up serves the offered load: 10 req/s of 1,000 + 200 tokens, so
+    # its rates are exactly those, whatever seed drew the sample (the sample's realised rate
+    # over the service window, 2,068 output tokens/s with seed 0 and 1,966 with seed 1, had
+    # been reported beside a price made at the offered 2,000: the seed's luck, not the model)
+    assert r.throughput_requests_per_s == pytest.approx(10, rel=1e-12)
+    assert r.output_tokens_per_s == pytest.approx(2000, rel=1e-12)
+    assert r.input_tokens_per_s == pytest.approx(10000, rel=1e-12)
+    assert r.input_tokens_per_output_token == pytest.approx(5, rel=1e-12)
     assert r.stable and r.backlog_growth < 1.3
     # all-in cost per output token: the deployment's dollars an hour over the output tokens
-    # the offered load brings, 10 req/s x 200 tokens: 1e6 x $6.30 / 3600 s / 2000 = $0.875.
-    # The sample's realised rate over the service window is 2,068 tokens/s with seed 0 and
-    # 1,966 with seed 1 (priced at it: $0.846 and $0.890, the seed's luck)
-    assert r.output_tokens_per_s == pytest.approx(2068.1, rel=1e-4)
+    # the offered load brings, 10 req/s x 200 tokens: 1e6 x $6.30 / 3600 s / 2000 = $0.875
     assert r.usd_per_m_output_tokens_all_in == pytest.approx(0.875, rel=1e-12)
     other = simulate_deployment(
         llama8b, Deployment(1, 3), dataclasses.replace(t, seed=1), Targets(ttft_p99_s=1.0)
     )
-    assert other.output_tokens_per_s == pytest.approx(1965.5, rel=1e-4)
+    assert other.output_tokens_per_s == pytest.approx(2000, rel=1e-12)
     assert other.usd_per_m_output_tokens_all_in == pytest.approx(0.875, rel=1e-12)
     # the input and output halves split the same dollars: r·input + output is the all-in price
     assert (

@@ -79,8 +79,7 @@ def export(
     """
     from ..export import launch
 
-    _check_export(engine, plan, settings)
-    _exported_platform(hardware)
+    _check_export(engine, plan, settings, hardware)
     _plan_arguments(plan, gpus=gpus, batch=batch, prefill_gpus=prefill_gpus, pick=pick, speed=speed)
     launch_options = {name: settings.pop(name, None) for name in LAUNCH_OPTIONS}
     settings.setdefault("assumptions", table.default("assumptions", "export"))
@@ -249,9 +248,9 @@ def _check_exported(settings: dict) -> None:
         )
 
 
-def _check_export(engine: str, plan: str, settings: dict) -> None:
-    """An export names an engine it launches and a plan it starts from, and schedules every
-    step."""
+def _check_export(engine: str, plan: str, settings: dict, hardware=None) -> None:
+    """An export names an engine it launches and a plan it starts from, on parts whose
+    platform it writes launches for, and schedules every step."""
     from ..export.launch import ENGINES
 
     if engine not in ENGINES:
@@ -268,6 +267,7 @@ def _check_export(engine: str, plan: str, settings: dict) -> None:
             "argument", "plan", f"unknown {plan!r}", f"choose {', '.join(EXPORT_PLANS)}"
         )
     _check_exported(settings)
+    _exported_platform(hardware)
     scheduler_steps = settings.get("scheduler_steps")
     if scheduler_steps not in (None, 1):
         # the engine versions an export targets (export/launch_flags.yaml) have no multi-step

@@ -495,6 +495,8 @@ class RunSetup:
     router: RouterPolicy = "random"
     instances_simulated: int = 1
     pools: tuple | None = None
+    #: The requests arrived at ``rate_per_s`` (not a closed loop's, nor all at once).
+    offered: bool = True
 
     @property
     def total_gpus(self) -> int:
@@ -551,6 +553,7 @@ def summarise(
     instances: int = 1,
     rate_per_s: float | None = None,
     scale: float | None = None,
+    offered: bool = True,
 ) -> LoadResult:
     """Latency distributions, rates, utilisation and prices of one simulated run (§E4): one
     instance of ``instances``, or a group (``record.instances``) whose rates count ``scale``
@@ -570,6 +573,7 @@ def summarise(
         router=instance.config.router,
         instances_simulated=record.instances,
         notes=traffic.input_notes,
+        offered=offered,
     )
     return assemble(setup, measured_of(instance, record))
 
@@ -615,6 +619,7 @@ def assemble(setup: RunSetup, measured: Measured) -> LoadResult:
     per_instance, count, prefill_per_instance, prefill_count = setup.gpus
     rate_per_s, notes = _rate_and_notes(setup, measured, window)
     backlog = window.backlog
+    rates = _rates(setup, measured, window)
     return LoadResult(
         model=instance.setting.model.name,
         hardware=setup.hardware,
@@ -632,10 +637,8 @@ def assemble(setup: RunSetup, measured: Measured) -> LoadResult:
         ttft_s=stats["ttft"],
         tpot_s=stats["tpot"],
         e2e_s=stats["e2e"],
-        throughput_requests_per_s=scale * window.weight.sum() / window.seconds,
-        input_tokens_per_s=scale * window.input_tokens / window.seconds,
-        output_tokens_per_s=scale * window.output_tokens / window.seconds,
-        goodput_requests_per_s=scale * np.sum(window.weight * good) / window.seconds,
+        **rates,
+        goodput_requests_per_s=rates["throughput_requests_per_s"] * _good_share(window, good),
         goodput_fraction=window.share(good),
         busy_fraction=measured.busy_fraction,
         mfu=measured.mfu,
@@ -661,8 +664,8 @@ def assemble(setup: RunSetup, measured: Measured) -> LoadResult:
         speculative_step_fraction=measured.speculative_step_fraction,
         router=setup.router,
         instances_simulated=setup.instances_simulated,
-        **_prices(setup, measured, window),
-        **_run_energy(setup, measured, window),
+        **_prices(setup, measured, rates),
+        **_run_energy(setup, measured, rates["output_tokens_per_s"]),
     )
 
 
@@ -691,21 +694,34 @@ def _rate_and_notes(setup: RunSetup, measured: Measured, window: Window):
     return rate_per_s, tuple(notes)
 
 
-def _prices(setup: RunSetup, measured: Measured, window: Window) -> dict:
-    """The deployment's cost per hour and per million input, output and all-in output tokens,
-    its GPU time split by the share that went to prompts. A deployment that keeps up with an
-    offered rate is priced at that rate (``_offered_output_tokens``): its sample's realised rate over
-    the service window differs from it by the seed's luck. One that does not keep up, a closed
-    loop and a trace whose requests all arrive at once are priced at what they serve over the
-    service window."""
+def _rates(setup: RunSetup, measured: Measured, window: Window) -> dict[str, float]:
+    """Requests, prompt and output tokens a second served: the offered rate's (its requests
+    served and their own lengths) where the deployment keeps up with one, not the sample's
+    realised rate over the service window (the seed's luck); else what the window serves."""
+    rate, arrivals = setup.rate_per_s, measured.arrivals
+    offered = setup.offered and not setup.traffic.startswith(CLOSED_LOOP) and len(arrivals)
+    if offered and math.isfinite(rate) and rate > 0 and not window.backlog.behind:
+        served = np.isfinite(measured.latencies.e2e_s)
+        each = rate / len(served)
+        tokens = (np.sum(arrivals.prompt_tokens[served]), np.sum(arrivals.output_tokens[served]))
+        counts = (served.sum(), *tokens)
+    else:
+        each = setup.scale / window.seconds
+        counts = (window.weight.sum(), window.input_tokens, window.output_tokens)
+    names = ("throughput_requests_per_s", "input_tokens_per_s", "output_tokens_per_s")
+    return {name: each * float(count) for name, count in zip(names, counts)}
+
+
+def _good_share(window: Window, good: np.ndarray) -> float:
+    """The share of the requests served in the service window that met the targets."""
+    return float(np.sum(window.weight * good)) / max(float(window.weight.sum()), 1e-300)
+
+
+def _prices(setup: RunSetup, measured: Measured, rates: dict) -> dict:
+    """Cost per hour and per million input, output and all-in output tokens at the rates
+    served (``_rates``), the GPU time split by the share that went to prompts."""
     price, gpus = setup.usd_per_gpu_hour, setup.total_gpus
-    n_in, n_out = setup.scale * window.input_tokens, setup.scale * window.output_tokens
-    gpu_s = gpus * window.seconds
-    offered = _offered_output_tokens(setup, measured, window)
-    if offered is not None and n_out > 0:
-        # one second of the offered load: its output tokens, and their prompt tokens at the
-        # input:output ratio the result states (so r·input + output stays the all-in price)
-        n_in, n_out, gpu_s = offered * n_in / n_out, offered, float(gpus)
+    n_in, n_out = rates["input_tokens_per_s"], rates["output_tokens_per_s"]
     share = measured.input_share
 
     def dollars(seconds, tokens):
@@ -713,30 +729,14 @@ def _prices(setup: RunSetup, measured: Measured, window: Window) -> dict:
 
     return {
         "usd_per_hour": gpus * price,
-        "usd_per_m_input_tokens": dollars(gpu_s * share, n_in),
-        "usd_per_m_output_tokens": dollars(gpu_s * (1.0 - share), n_out),
-        "usd_per_m_output_tokens_all_in": dollars(gpu_s, n_out),
+        "usd_per_m_input_tokens": dollars(gpus * share, n_in),
+        "usd_per_m_output_tokens": dollars(gpus * (1.0 - share), n_out),
+        "usd_per_m_output_tokens_all_in": dollars(float(gpus), n_out),
     }
 
 
-def _offered_output_tokens(setup: RunSetup, measured: Measured, window: Window):
-    """Output tokens per second the offered rate brings to the deployment and it serves: the
-    rate times the output tokens of the requests served per request sent (the sample's mean
-    length; rejected requests bring none). None where there is no offered rate to price, or
-    the deployment does not keep up with it."""
-    rate = setup.rate_per_s
-    if not (math.isfinite(rate) and rate > 0) or window.backlog.behind:
-        return None
-    if setup.traffic.startswith(CLOSED_LOOP) or not len(measured.arrivals):
-        return None
-    served = np.isfinite(measured.latencies.e2e_s)
-    output = measured.arrivals.output_tokens
-    return rate * float(np.sum(output[served])) / len(output)
-
-
-def _run_energy(setup: RunSetup, measured: Measured, window: Window) -> dict:
-    """The energy fields of the run (§G2): the deployment's GPUs, or each pool's."""
-    out_per_s = setup.scale * window.output_tokens / window.seconds
+def _run_energy(setup: RunSetup, measured: Measured, out_per_s: float) -> dict:
+    """The energy fields (§G2) at the output rate served: the deployment's GPUs or pools'."""
     busy, mfu = measured.busy_fraction, measured.mfu
     if setup.pools is not None:
         return _pools_energy(setup.pools, out_per_s, busy, mfu)

@@ -132,7 +132,10 @@ def summarise_run(
     """The ``LoadResult`` of a run's record (``results.summarise``): a group's rates count
     ``instances / group`` times in the deployment, one instance's ``instances`` times."""
     scale = run.instances / run.group if run.group > 1 else None
-    return summarise(instance, record, run.traffic, targets, run.instances, rate_per_s, scale)
+    offered = run.clients is None and run.requests is None  # at the traffic's own rate
+    return summarise(
+        instance, record, run.traffic, targets, run.instances, rate_per_s, scale, offered
+    )
 
 
 @dataclass(frozen=True, eq=False)
