@@ -164,6 +164,38 @@ def test_figure_suffix_and_folders_are_checked_before_anything_is_written(tmp_pa
     assert code == 2 and "is not a folder" in err
 
 
+def test_every_figure_suffix_offered_is_written_and_recorded(tmp_path):
+    """A figure is written in every format the refusal of a bad suffix lists: JPEG, TIFF,
+    WebP and raw RGBA take no metadata (matplotlib had refused the version it was given,
+    a traceback), svgz no software key; each file is recorded as the toolkit's, and a second
+    write replaces it. pgf needs LaTeX: refused before any work, with the same list."""
+    import matplotlib.pyplot as plt
+
+    from inference_econ.output import plots
+    from inference_econ.output.files import figure_formats
+
+    formats = figure_formats()
+    assert {"png", "svg", "svgz", "pdf", "eps", "jpg", "jpeg", "tif", "webp", "raw"} <= set(
+        formats
+    ) and "pgf" not in formats
+    for _ in range(2):  # the second time over the first's files
+        fig, ax = plt.subplots(figsize=(2, 1.5))
+        ax.plot([1, 2], [3, 4])
+        written = plots.save(fig, tmp_path / "f", formats)
+    assert sorted(p.name for p in written) == sorted(f"f.{fmt}" for fmt in formats)
+    assert all(p.stat().st_size > 0 for p in written)
+    assert sorted(json.loads((tmp_path / MANIFEST).read_text())["files"]) == sorted(
+        p.name for p in written
+    )
+    code, err = cli(*FRONTIER, "--figure", tmp_path / "g.jpg")  # the command's own path
+    assert code == 0 and (tmp_path / "g.jpg").read_bytes().startswith(b"\xff\xd8")
+    for bad in ("pgf", "txt"):
+        code, err = cli("sweep", "Llama 3 8B", "-H", "H100-paper", "--tornado", f"t.{bad}")
+        listed = err.split("(use one of ")[-1].rstrip(")\n").split(", ")
+        assert code == 2 and err.count("\n") == 1 and f"--tornado t.{bad}" in err
+        assert listed == [f".{fmt}" for fmt in formats]
+
+
 def test_writes_are_atomic_and_leave_no_temporary_files(tmp_path):
     target = tmp_path / "out.txt"
     for text in ("first\n", "second\n" * 1000):

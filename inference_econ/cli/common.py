@@ -345,8 +345,9 @@ class TableFile(OutputFile):
 
 
 class FigureFile(OutputFile):
-    """A figure the command writes: its suffix must be a format matplotlib can save (png,
-    svg, pdf, ...; none: png). Every --figure and --tornado is one, so all accept the same."""
+    """A figure the command writes: its suffix must be a format written here (png, svg, pdf,
+    jpg, ...: ``output.files.figure_formats``; none: png). Every --figure and --tornado is
+    one, so all accept the same."""
 
     name = "FIGURE"
 

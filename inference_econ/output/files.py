@@ -87,11 +87,39 @@ def _suffix_of(fmt: str) -> str:
     return {"table": "txt", "markdown": "md"}.get(fmt, fmt)
 
 
-def figure_formats() -> tuple[str, ...]:
-    """The suffixes matplotlib can save a figure as (png, svg, pdf, ...)."""
-    from matplotlib.backend_bases import FigureCanvasBase
+#: Formats matplotlib lists but writes only with other software: pgf runs LaTeX (xelatex).
+_NEEDS_OTHER_SOFTWARE = ("pgf",)
+#: Formats matplotlib writes through Pillow, and the Pillow feature each needs (``None``:
+#: Pillow's own Python writer); a Pillow built without one cannot write it.
+_PILLOW_FEATURE = {
+    "jpg": "jpg",
+    "jpeg": "jpg",
+    "webp": "webp",
+    "avif": "avif",
+    "gif": None,
+    "tif": None,
+    "tiff": None,
+}
 
-    return tuple(sorted(FigureCanvasBase.get_supported_filetypes()))
+
+@functools.cache
+def figure_formats() -> tuple[str, ...]:
+    """The suffixes a figure can be written as here (png, svg, pdf, jpg, ...): those matplotlib
+    saves with no software beyond it and Pillow (not pgf: LaTeX), each checked once."""
+    import warnings
+
+    from matplotlib.backend_bases import FigureCanvasBase
+    from PIL import features
+
+    def writes(fmt: str) -> bool:
+        if fmt in _NEEDS_OTHER_SOFTWARE:
+            return False
+        feature = _PILLOW_FEATURE.get(fmt)
+        with warnings.catch_warnings():  # an older Pillow does not know "avif": not written
+            warnings.simplefilter("ignore")
+            return feature is None or bool(features.check(feature))
+
+    return tuple(sorted(f for f in FigureCanvasBase.get_supported_filetypes() if writes(f)))
 
 
 def _target(path: str | os.PathLike) -> Path:
@@ -113,7 +141,7 @@ def check_output(
 ) -> Path:
     """Refuse an output path before anything is computed or written: not a regular file,
     an input of the running command, a folder that cannot be written, (``suffixes``) a
-    suffix that is not one of them (``("figure",)``: any format matplotlib saves), or
+    suffix that is not one of them (``("figure",)``: ``figure_formats``), or
     (``owned``) an existing file the toolkit did not write (``check_owned_file``)."""
     where = f"{option} {path}".strip()
     text = os.fspath(path)

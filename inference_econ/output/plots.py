@@ -545,17 +545,24 @@ def release(fig) -> None:
     plt.close(fig)
 
 
+#: What each format's writer leaves out of the file, so that the same figure is the same
+#: bytes: SVG its date, PNG, PDF and PostScript the matplotlib version; the formats written
+#: through Pillow (JPEG, TIFF, WebP, ...) and raw RGBA take no metadata (matplotlib refuses any).
+_NO_METADATA = {
+    "svg": {"Date": None},
+    "svgz": {"Date": None},
+    **{fmt: {"Software": None} for fmt in ("png", "pdf", "ps", "eps")},
+}
+
+
 def save(fig, stem, formats=("png", "svg")) -> list:
-    """Write a figure as PNG and SVG next to each other (atomically); close it."""
+    """Write a figure in each of ``formats`` (``output.files.figure_formats``: png, svg, ...)
+    next to each other (atomically); close it."""
     written = []
     for fmt in formats:
         buf = io.BytesIO()
-        fig.savefig(
-            buf,
-            format=fmt,
-            dpi=DPI,
-            metadata={"Date": None} if fmt == "svg" else {"Software": None},
-        )
+        meta = _NO_METADATA.get(fmt.lower())
+        fig.savefig(buf, format=fmt, dpi=DPI, **({"metadata": meta} if meta else {}))
         written.append(write_atomic(f"{stem}.{fmt}", buf.getvalue()))
     plt.close(fig)
     return written
