@@ -2,6 +2,7 @@
 errors naming what was typed, whole numbers, defaults in --help, JSON objects, the provenance
 of spec files, TP dims at TP 1."""
 
+import io
 import json
 import os
 import re
@@ -511,6 +512,35 @@ def test_every_figure_option_accepts_the_same_suffixes(tmp_path):
     )
     code, _, err = invoke("capacity", "Llama 3 8B", "-H", "H100", "--rate", 1, "--figure", "f.xyz")
     assert code == 2 and "cannot be written as '.xyz'" in err and "eps" in err
+
+
+def test_a_command_on_one_gpu_refuses_a_second_one():
+    """A repeated -H (or a comma list) had kept the last GPU silently where a command computes
+    on one (frontier -H H100 -H H200 priced H200 alone): refused in one line naming
+    --hardware, before any work. Commands that compare GPUs take several."""
+    compare = {"capacity", "export", "frontier", *(f"infer {w}" for w in ("feasibility", "margin"))}
+    compare |= {"infer preference", "infer size"}
+    checked = []
+    for words, cmd in _commands():
+        if not any("-H" in p.opts for p in cmd.params) or " ".join(words) in compare:
+            continue
+        for hardware in (["-H", "H100", "-H", "H200"], ["-H", "H100,H200"]):
+            code, out, err = invoke(*words, *hardware)
+            assert code == 2 and out == "" and err.count("\n") == 1, (words, err)
+            assert err.startswith("error: --hardware: names 2 GPUs (H100, H200);"), err
+            assert "(give one -H" in err, err
+        checked.append(" ".join(words))
+    assert {"point", "simulate", "sweep", "show", "compare-measured", "prefill"} <= set(checked)
+    code, _, err = invoke("frontier", "Llama 3 70B", "-H", "H100", "-H", "H200")
+    assert code == 2 and err == (
+        "error: --hardware: names 2 GPUs (H100, H200); frontier takes one "
+        "(give one -H, or --rate to compare several GPUs)\n"
+    )
+    load = ["--rate", 2, "--prompt-tokens", 500, "--output-tokens", 50, "--requests", 100]
+    code, out, _ = invoke("frontier", "Llama 3 8B", "-H", "H100", "-H", "H200", *load,
+                          "--slo-tpot-p99", 0.05, "--format", "csv", "-q")  # fmt: skip
+    rows = pd.read_csv(io.StringIO(out), comment="#")
+    assert code == 0 and set(rows["hardware"]) == {"H100-SXM", "H200-SXM"}
 
 
 def test_article_before_a_number_said_aloud():

@@ -700,7 +700,7 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str, quiet: boo
 
     served = _served_under_load(values, load)
     front = api.load_frontier(
-        model, _gpus([hardware]), progress=Progress(quiet), **served, **_load_kwargs(load)
+        model, _gpus(hardware), progress=Progress(quiet), **served, **_load_kwargs(load)
     )
     return _load_frontier_text(front, fmt)
 

@@ -15,6 +15,7 @@ from .common import (
     table_output,
     typed_name,
 )
+from .typed import one_gpu_option
 
 
 @click.command("list", short_help="List the shipped models, GPUs, scenarios, engines or costs.")
@@ -54,10 +55,10 @@ def list_cmd(kind, format):
 
 @click.command(short_help="A model's, a GPU's or an engine profile's figures.")
 @click.argument("name")
-@click.option(
-    "--hardware",
-    "-H",
-    default="H100-paper",
+@one_gpu_option(
+    "give one -H",
+    required=False,
+    default=("H100-paper",),
     show_default=True,
     help="GPU for the derived figures of a model.",
 )

@@ -23,7 +23,7 @@ import click
 from .. import settings as table
 from ..errors import InferenceEconError, SpecError
 from .interrupts import Watch
-from .typed import CATALOG_FIELDS, check_combinations, given, typed_name
+from .typed import CATALOG_FIELDS, check_combinations, given, one_gpu_option, typed_name
 
 
 class Progress:
@@ -585,9 +585,8 @@ SETTING_NAMES = (
     *PRICE_AND_ENERGY,
 )
 
-hardware_option = click.option(
-    "--hardware", "-H", required=True, help="GPU name, alias or YAML file (see 'list hardware')."
-)
+#: The -H of a command that computes on one GPU (a second -H is refused: ``typed.one_gpu``).
+hardware_option = one_gpu_option()
 
 
 #: Requests set their own contexts (prompt and output lengths): no --context.

@@ -26,7 +26,7 @@ from .common import (
     table_output,
 )
 from .stated import stated_table
-from .typed import excludes
+from .typed import excludes, one_gpu_option
 
 
 def _figure_target(figure: str) -> tuple[str, tuple[str, ...]]:
@@ -37,9 +37,9 @@ def _figure_target(figure: str) -> tuple[str, tuple[str, ...]]:
 @click.command("compare-measured", short_help="Hold the model against measured benchmarks.")
 @click.argument("csv", type=click.Path())
 @options("assumptions", "engine", "clock")
-@click.option(
-    "--hardware",
-    "-H",
+@one_gpu_option(
+    "give one -H: the GPU of the rows that name none",
+    required=False,
     metavar="NAME",
     help="The GPU of the rows that name none (a vllm bench serve or aiperf result run"
     " without an export's metadata or plan.json beside it); rows that name one keep it.",

@@ -7,6 +7,7 @@ import click
 from .. import settings as setting_table
 from ..errors import InfeasibleError, SpecError
 from .common import (
+    SETTING_NAMES,
     FigureFile,
     Progress,
     emit,
@@ -23,6 +24,7 @@ from .common import (
     typed_name,
 )
 from .stated import save_figure, stated
+from .typed import one_gpu
 
 #: Options the frontier command takes for deployments under load (``capacity_commands.
 #: slo_frontier``): the load and the latency targets (the same targets as capacity and
@@ -118,7 +120,15 @@ def _operations_text(setting, row: dict, discrete: bool, fmt: str) -> list[str]:
 
 @click.command(short_help="The Pareto frontier of speed against cost.")
 @click.argument("model")
-@setting_options
+@click.option(
+    "--hardware",
+    "-H",
+    multiple=True,
+    required=True,
+    help="GPU name, alias or YAML file (see 'list hardware'); with --rate, repeat -H (or "
+    "separate with commas) to compare several.",
+)
+@options(*SETTING_NAMES)
 @options("max_throughput_tokens_per_s", "max_gpus", "discrete", "grid_points", "all_points")
 @length_option(
     "prompt_tokens",
@@ -170,6 +180,8 @@ def frontier(
     if load["arrival_rate_per_s"] is not None or load["trace"] is not None:  # a load is given
         emit(_under_load(model, hardware, values, load, figure, format, quiet), out)
         return
+    # one instance's frontier is on one GPU; several are compared under a load
+    hardware = one_gpu(hardware, "frontier", "give one -H, or --rate to compare several GPUs")
     if load["yes"]:  # one instance's frontier is bounded by its grid, not by this
         raise SpecError(
             "command line",

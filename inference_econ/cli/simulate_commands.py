@@ -29,13 +29,12 @@ from .common import (
     table_output,
 )
 from .stated import save_figure
+from .typed import one_gpu_option
 
 
 @click.command(short_help="One deployment under one load: latency percentiles and cost.")
 @click.argument("model")
-@click.option(
-    "--hardware", "-H", required=True, help="GPU name, alias or YAML file (see 'list hardware')."
-)
+@one_gpu_option("give one -H; capacity compares several GPUs at a load")
 @option("gpus", help="GPUs per instance of the deployment.")
 @options("instances", "prefill_gpus", "prefill_instances", "prefill_hardware")
 @traffic_options

@@ -176,3 +176,62 @@ def check_combinations(ctx: click.Context) -> None:
                 f"cannot be given with {other}{reason}",
                 f"drop {flag} or {other}",
             )
+
+
+#: What a command that computes on one GPU says to a --hardware naming several.
+ONE_GPU_FIX = "give one -H; capacity and frontier --rate compare several GPUs"
+
+
+def gpu_names(hardware) -> list[str]:
+    """The GPUs a repeatable -H names: each value, a comma list split (not a YAML file whose
+    path has a comma)."""
+    import os
+
+    values = [hardware] if isinstance(hardware, str) else list(hardware or ())
+    return [
+        name.strip()
+        for value in values
+        for name in ([value] if os.path.isfile(value) else value.split(","))
+        if name.strip()
+    ]
+
+
+def one_gpu(hardware, command: str, fix: str = ONE_GPU_FIX):
+    """The one GPU of a command that computes on one: a -H given once (as typed); a repeated
+    -H or a comma list is refused naming --hardware (click had kept the last silently)."""
+    names = gpu_names(hardware)
+    if len(names) > 1:
+        raise SpecError(
+            "command line",
+            "--hardware",
+            f"names {len(names)} GPUs ({', '.join(names)}); {command} takes one",
+            fix,
+        )
+    if isinstance(hardware, str):
+        return hardware
+    return hardware[-1] if hardware else None
+
+
+def one_gpu_option(fix: str = ONE_GPU_FIX, **changes):
+    """The -H of a command that computes on one GPU: taken repeatedly so that a second one is
+    refused (``one_gpu``) before the command runs, not silently dropped."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value):
+        try:
+            return one_gpu(value, ctx.command.name or "this command", fix)
+        except SpecError as exc:
+            from .common import fail  # common imports this module
+
+            fail(exc)
+
+    return click.option(
+        "--hardware",
+        "-H",
+        multiple=True,
+        callback=callback,
+        **{
+            "required": True,
+            "help": "GPU name, alias or YAML file (see 'list hardware').",
+            **changes,
+        },
+    )
