@@ -1105,6 +1105,23 @@ def test_a_tpot_limit_that_reads_as_milliseconds_is_warned_of_and_kept():
     assert ie.Targets(tpot_p99_s=math.inf).implausible() == ""
 
 
+def test_a_ttft_limit_that_reads_as_milliseconds_is_warned_of_and_kept():
+    """'--slo-ttft-p99 2000' is 2000 s: capacity had said nothing and simulate had warned of
+    the TPOT limit alone. Over ten minutes it is warned of beside the TPOT limit, kept as
+    given; ten minutes itself (a deliberately loose limit) is not."""
+    load = ["--rate", "2", "--prompt-tokens", "500", "--output-tokens", "50", "--requests", "100"]
+    code, _, err = _run("capacity", "Llama 3 8B", "-H", "H100", *load, "--slo-ttft-p99", "2000")
+    said = (
+        "warning: the p99 TTFT limit (--slo-ttft-p99, slo_ttft_p99_s) is 2000 s, over 600 s: "
+        "limits are seconds (did you mean 2, 2000 ms?)\n"
+    )
+    assert code == 0 and err.count("warning:") == 1 and said in err
+    both = ie.Targets(ttft_p99_s=2000, tpot_p99_s=50).implausible()
+    assert "did you mean 2, 2000 ms?" in both and "did you mean 0.05, 50 ms?" in both
+    assert ie.Targets(ttft_p99_s=600, e2e_p99_s=1e5).implausible() == ""
+    assert ie.Targets(ttft_p99_s=math.inf).implausible() == ""
+
+
 def test_cli_frontier_under_load():
     code, out, _ = _run(
         "frontier",

@@ -19,6 +19,13 @@ MLPERF_INTERACTIVE = (0.45, 0.04)
 #: A p99 time per output token above which a limit is more likely milliseconds written as
 #: seconds ("--slo-tpot-p99 50") than meant: ten times MLPerf's loosest (Server, 0.2 s).
 TPOT_LIMIT_WARN_S = 2.0
+#: The same for the p99 time to first token ("--slo-ttft-p99 2000"): ten minutes. MLPerf's
+#: TTFT limits are 0.45 s to 6 s (Llama 3.1 405B Server), so written in milliseconds they read
+#: as 450 s to 6000 s; ten minutes is a hundred times the loosest and still passes a deliberate
+#: "no TTFT limit to speak of" (600 s), while any millisecond limit from 0.6 s up is caught. No
+#: end-to-end threshold: a response's time grows with its length (32k tokens at MLPerf's
+#: 0.2 s a token is over 6000 s), so no number tells seconds from milliseconds there.
+TTFT_LIMIT_WARN_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -58,16 +65,21 @@ class Targets:
         return not self.limits
 
     def implausible(self) -> str:
-        """A line where the TPOT limit is so long (over ``TPOT_LIMIT_WARN_S``) that it reads as
-        milliseconds given as seconds; "" otherwise. The limit is kept as given."""
-        tpot = self.tpot_p99_s
-        if tpot is None or not TPOT_LIMIT_WARN_S < tpot < math.inf:
-            return ""
-        return (
-            f"the p99 TPOT limit (--slo-tpot-p99, slo_tpot_p99_s) is {tpot:g} s a token, over "
-            f"{TPOT_LIMIT_WARN_S:g} s: limits are seconds (did you mean {tpot / 1000:g}, "
-            f"{tpot:g} ms?)"
-        )
+        """A line where the TTFT or TPOT limit is so long (over ``TTFT_LIMIT_WARN_S``,
+        ``TPOT_LIMIT_WARN_S``) that it reads as milliseconds given as seconds; "" otherwise.
+        The limits are kept as given."""
+        lines = []
+        for name, value, most, per in (
+            ("ttft", self.ttft_p99_s, TTFT_LIMIT_WARN_S, ""),
+            ("tpot", self.tpot_p99_s, TPOT_LIMIT_WARN_S, " a token"),
+        ):
+            if value is not None and most < value < math.inf:
+                lines.append(
+                    f"the p99 {name.upper()} limit (--slo-{name}-p99, slo_{name}_p99_s) is "
+                    f"{value:g} s{per}, over {most:g} s: limits are seconds (did you mean "
+                    f"{value / 1000:g}, {value:g} ms?)"
+                )
+        return "; ".join(lines)
 
     def met(self, p99: dict[str, float]) -> bool:
         """Whether every given limit holds for these p99 values (NaN p99: nothing measured,
