@@ -434,6 +434,26 @@ def test_a_users_file_in_an_output_folder_is_never_replaced(tmp_path):
     assert (folder / "study.json").read_text() == before
 
 
+def test_a_run_whose_output_is_its_measured_overlay_writes_nothing(tmp_path):
+    """run --out . --measured s-points.csv: the points' CSV would overwrite the overlay. The
+    refusal had come after the figures were written; every output is now checked once the
+    inputs are read, before anything is written. A user's
+    own file of an output's name is refused the same way, the folder left as it was."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(SMALL)
+    measured = tmp_path / "s-points.csv"
+    measured.write_text("tokens_per_s,usd_per_mtok\n50,1.0\n")
+    code, err = cli("run", scenario, "--out", tmp_path, "--measured", measured, "-q")
+    assert code == 2 and err.count("\n") == 1 and "is an input of this command" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s-points.csv", "s.yaml"]
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "s-points.md").write_text("mine\n")
+    code, err = cli("run", scenario, "--out", out, "--measured", measured, "-q")
+    assert code == 2 and "s-points.md" in err and "did not write it" in err
+    assert [p.name for p in out.iterdir()] == ["s-points.md"]
+
+
 # --- single files: the same record as output folders -------------------------------------
 
 EXAMPLES = ROOT / "examples"

@@ -20,7 +20,7 @@ from ..optimise.frontier import Frontier
 from ..optimise.optimiser import frontier
 from ..optimise.toy import toy_frontier
 from ..output import plots
-from ..output.files import check_folder, write_atomic
+from ..output.files import check_folder, check_output, write_atomic
 from ..output.render import render
 from ..output.style import line_style, speculates
 from ..serving.decode import SUMMARY_COLUMNS, continuous_note
@@ -149,16 +149,34 @@ def law_points(points: list[dict]) -> pd.DataFrame:
     )
 
 
+def _table_names(stem: Path, formats) -> list[Path]:
+    """The files ``_write_tables`` writes a table to (``stem``.csv, .json, .md)."""
+    suffixes = [{"markdown": "md"}.get(fmt, fmt) for fmt in formats]
+    return [stem.parent / f"{stem.name}.{suffix}" for suffix in suffixes]
+
+
+def _check_outputs(stem: Path, plots_drawn, formats, table_formats, table: bool) -> None:
+    """Every file a run writes, checked once its inputs are read and before any is written:
+    none may be one of them (a measured overlay named like the points' CSV), nor a file the
+    toolkit did not write (``output.files.check_output``)."""
+    if table:
+        names = _table_names(stem, table_formats)
+    else:
+        names = [stem.parent / f"{stem.name}-{p}.{fmt}" for p in plots_drawn for fmt in formats]
+        names += _table_names(stem.parent / f"{stem.name}-points", table_formats)
+    for name in names:
+        check_output(name)
+
+
 def _write_tables(
     df: pd.DataFrame, stem: Path, title: str, notes=(), formats=(), meta=None
 ) -> list[Path]:
     """A table as CSV (no title), JSON and Markdown next to each other, each stating what it
     was computed with."""
     written = []
-    for fmt in formats:
-        ext = {"markdown": "md"}.get(fmt, fmt)
+    for fmt, name in zip(formats, _table_names(stem, formats), strict=True):
         text = render(df, fmt, title=title if fmt != "csv" else "", notes=notes, meta=meta)
-        written.append(write_atomic(stem.parent / f"{stem.name}.{ext}", text))
+        written.append(write_atomic(name, text))
     return written
 
 
@@ -290,6 +308,7 @@ def _run(
     if scenario.kind == "table":
         result.table = run_table(scenario, progress=progress)
         if stem is not None:
+            _check_outputs(stem, (), formats, table_formats, table=True)
             result.files += _write_tables(
                 result.table[columns_for(scenario)],
                 stem,
@@ -300,6 +319,9 @@ def _run(
             )
         return result
     overlay, overlay_notes = _overlay(scenario, measured_csv)  # reported before any work
+    offers, offer_notes = _observed(scenario, observations, offer_price)
+    if stem is not None:  # its inputs read: none of them is overwritten, nothing half written
+        _check_outputs(stem, scenario.plots, formats, table_formats, table=False)
     for i, curve in enumerate(scenario.curves):
         if progress:
             progress(f"{scenario.name}: {curve.label} ({i + 1}/{len(scenario.curves)})")
@@ -318,7 +340,6 @@ def _run(
         scenario,
         [{"label": label, **front.metadata} for label, front in result.fronts.items()],
     )
-    offers, offer_notes = _observed(scenario, observations, offer_price)
     result.measured = overlay + offers
     for plot in scenario.plots:  # the figures ``RunResult.plot`` draws
         fig = result.plot(plot).figure
