@@ -326,3 +326,25 @@ def test_a_configuration_that_does_not_fit_says_whether_its_weights_or_its_cache
     assert out.output.strip().endswith(
         "weights plus KV cache exceed HBM: a smaller batch, fewer KV-cache bits or more GPUs"
     ), out.output
+
+
+def test_the_api_names_a_missing_gpu_a_misspelt_load_setting_and_takes_a_number_as_a_length():
+    """ie.frontier("Llama 3 70B") had said "no hardware spec named 'None'"; requets=500 had
+    been offered 'redundant_experts' (the load settings were not among the names tried); and
+    input_lengths=500 had been refused as "expected text" where --prompt-tokens 500 is taken."""
+    with pytest.raises(SpecError) as missing:
+        ie.frontier("Llama 3 70B")
+    assert str(missing.value).startswith("argument: field 'hardware': is missing (name the GPU")
+    assert "hardware='H100'" in str(missing.value) and "'None'" not in str(missing.value)
+    load = dict(gpus=1, arrival_rate_per_s=2.0, output_lengths="20", requests=40, seed=1)
+    with pytest.raises(
+        SpecError, match=r"field 'requets': unknown setting \(did you mean 'requests'"
+    ):
+        ie.simulate_load("Llama 3 8B", "H100", input_lengths="200", requets=500, **load)
+    as_number = ie.simulate_load("Llama 3 8B", "H100", input_lengths=200, **load)
+    as_text = ie.simulate_load("Llama 3 8B", "H100", input_lengths="200", **load)
+    assert as_number.traffic == as_text.traffic and as_number.p99 == as_text.p99
+    with pytest.raises(
+        SpecError, match=r"field 'output_lengths \(tokens\)': is '2\.5' \(expected a whole"
+    ):
+        ie.simulate_load("Llama 3 8B", "H100", input_lengths=200, **{**load, "output_lengths": 2.5})

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import settings as table
-from ..errors import SpecError, expect, short, warn
+from ..errors import SpecError, did_you_mean, expect, short, warn
 from ..serving.setting import Setting
 from .problem import setting_of
 
@@ -105,6 +105,7 @@ def load_inputs(
         )
     problem = dict(settings)
     given = {k: problem.pop(k) for k in table.names(table.LOAD) if k in problem}
+    _known_problem(problem)
     _given_once(given, traffic=traffic, targets=targets, config=config)
     v = table.check(given, [table.LOAD])
     _one_deployment_only(v["layout"] is not None, v["concurrency"] is not None, closed_loop)
@@ -122,6 +123,21 @@ def load_inputs(
     config = config or _flat_config(v)
     _tier_has_prefixes(config, traffic)
     return LoadInputs(problem, traffic, targets, config, v)
+
+
+def _known_problem(problem: Mapping[str, Any]) -> None:
+    """Refuse a setting that is neither of what is served nor of the load, the nearest name
+    of either suggested (``requets``: ``requests``; ``make_setting`` knows only the first)."""
+    served = table.names(table.PROBLEM)
+    for key in problem:
+        if key not in served:
+            hint = did_you_mean(str(key), (*served, *table.names(table.LOAD)))
+            raise SpecError(
+                "argument",
+                str(key),
+                "unknown setting",
+                hint or "see inference_econ/settings/: what is served and the load",
+            )
 
 
 def _tier_has_prefixes(config, traffic) -> None:

@@ -230,6 +230,14 @@ def make_setting(model, hardware, **options) -> Setting:
     >>> s.gpu.name, s.assumptions.name, s.context_tokens
     ('H100-SXM', 'paper', 8192.0)
     """
+    if hardware is None:  # not "no hardware spec named 'None'": the GPU was not given
+        raise SpecError(
+            "argument",
+            "hardware",
+            "is missing",
+            "name the GPU the model runs on: hardware='H100' or the second argument, a name "
+            "from ie.list_specs('hardware'), a YAML file or a GPU",
+        )
     assumptions = options.pop("assumptions", None)
     engine = options.get("engine")
     if isinstance(engine, os.PathLike):

@@ -65,6 +65,7 @@ class TrafficOptions:
         # one name per concept: a request's prompt length is --prompt-tokens in every command
         flag="--prompt-tokens",
         needs=UNDER_LOAD,
+        number_as_text=True,  # input_lengths=500: a fixed length, as --prompt-tokens 500
     )
 
     output_lengths: str | None = setting(
@@ -72,6 +73,7 @@ class TrafficOptions:
         help="Output tokens per request: N, uniform:LO:HI, lognormal:MEAN:SIGMA[:CAP] or trace.",
         flag="--output-tokens",
         needs=UNDER_LOAD,
+        number_as_text=True,
     )
 
     trace: str | None = setting(

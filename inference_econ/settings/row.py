@@ -11,6 +11,7 @@ reads their defaults from the same fields (``TargetOptions.slo_ttft_p99_s``).
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +59,9 @@ class Option:
     choices: tuple[str, ...] = ()
     #: The command-line flag; default ``--`` + the name with dashes.
     flag: str = ""
+    #: A text setting that a number stands for too, as its text (``input_lengths=500`` is
+    #: "500", a fixed length, as ``--prompt-tokens 500`` is).
+    number_as_text: bool = False
     #: A limit for which infinity means "no limit" (read as None); any other value is checked.
     no_limit: bool = False
     #: Settings of which one must be given for this one to mean anything (else it would be
@@ -129,10 +133,16 @@ class Option:
                     "write true or false",
                 )
             return value
+        if self.number_as_text and isinstance(value, numbers.Real) and not isinstance(value, bool):
+            value = str(value)  # checked as its text is, where it is read (a length's bounds)
         if not isinstance(value, str):
-            raise SpecError(
-                source, field, f"expected text, got {short(value)}", "write the value as text"
-            )
+            kind, fix = ("text", "write the value as text")
+            if self.number_as_text:
+                kind, fix = (
+                    "a number or text",
+                    "give a number, or text such as 'uniform:500:1500'",
+                )
+            raise SpecError(source, field, f"expected {kind}, got {short(value)}", fix)
         if self.choices and value not in self.choices:
             hint = did_you_mean(value, self.choices)
             raise SpecError(
