@@ -1122,6 +1122,15 @@ def test_a_ttft_limit_that_reads_as_milliseconds_is_warned_of_and_kept():
     assert ie.Targets(ttft_p99_s=math.inf).implausible() == ""
 
 
+def test_a_frontier_under_load_of_one_deployment_says_so_in_the_singular():
+    """ "1 deployments on the frontier": one instance of one GPU meets a 20 ms TPOT."""
+    code, out, _ = _run("frontier", "Llama 3 8B", "-H", "H100", "--rate", "2", "--prompt-tokens",
+                        "500", "--output-tokens", "50", "--requests", "100", "--slo-tpot-p99",
+                        "0.02", "--max-gpus", "1", "-q")  # fmt: skip
+    title = out.splitlines()[1]
+    assert code == 0 and title.startswith("1 deployment on the frontier for 2 req/s within")
+
+
 def test_cli_frontier_under_load():
     code, out, _ = _run(
         "frontier",

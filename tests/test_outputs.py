@@ -266,3 +266,25 @@ def test_a_sweep_says_why_a_value_has_no_cost_at_speed():
     assert not any(n.startswith("nccl_latency = 1: ") for n in d["notes"])  # it has a cost
     text = run(*SWEEP, "--param", "nccl_latency", "--values", "4", "--at-speed", "60", "-q")
     assert f"{fastest:.4g} tokens/s per request, is below --at-speed 60, so it has no cost" in text
+
+
+def test_a_sweep_value_it_cannot_take_is_refused_naming_values_before_any_search(monkeypatch):
+    """--values 0,1 for hbm_bandwidth had been refused as "field 'hbm_bandwidth': is 0" after
+    the base frontier was searched: the option is named, every value checked first."""
+    from inference_econ.studies import sensitivity
+
+    def searched(*args, **kwargs):
+        raise AssertionError("a frontier was searched before the values were checked")
+
+    monkeypatch.setattr(sensitivity, "frontier", searched)
+    args = [*SWEEP, "--param", "hbm_bandwidth", "--values", "0,1", "-q"]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert (
+        result.exit_code == 2
+        and result.stdout == ""
+        and result.stderr
+        == ("error: --values (hbm_bandwidth): is 0 (expected a number > 0 and <= 1000000)\n")
+    )
+    setting = ie.make_setting("Llama 3 8B", "H100-paper")
+    with pytest.raises(ie.SpecError, match=r"field 'values \(context\)': is -5"):
+        ie.sweep(setting, "context", [4096, -5])

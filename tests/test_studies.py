@@ -581,3 +581,19 @@ def test_frontier_csv_in_chunks_is_the_same_bytes(tiny_run, tmp_path):
     assert (tiny_run[1] / "frontiers.csv").read_bytes() == csv_text(
         tiny_run[0].frontiers, study_run.study_metadata(tiny_run[0]), float_format=None
     ).encode()
+
+
+def test_a_study_states_the_model_its_defaults_name_by_name_and_shipped_file(tmp_path):
+    """A model in ``defaults`` had been stated by its absolute path ("/home/.../models/
+    llama-3.1-8b.yaml"): its name and its file as every output names a shipped one."""
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "title: one model\naxes:\n  hardware: [H100-paper, A100-paper]\n"
+        "defaults: {model: Llama 3.1 8B, grid_points: 12}\n"
+    )
+    result = CliRunner().invoke(main, ["study", str(path), "-q"], catch_exceptions=False)
+    line = next(t for t in result.stdout.splitlines() if t.startswith("Computed with:"))
+    assert result.exit_code == 0 and line.startswith(
+        f"Computed with: study one model ({path}) Llama 3.1 8B (models/llama-3.1-8b.yaml); "
+        "axes hardware: H100-paper, A100-paper;"
+    )

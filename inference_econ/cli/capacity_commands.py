@@ -7,7 +7,7 @@ from __future__ import annotations
 import click
 
 from .. import settings as table
-from ..errors import SpecError
+from ..errors import SpecError, plural
 from .autoscale_commands import autoscale_demand
 from .common import (
     PREFILL_SETTING_NAMES,
@@ -781,7 +781,7 @@ def _load_frontier_text(front, fmt: str) -> str:
         return render(df, fmt, meta=meta, notes=[line, *odds])
     df = ranged_columns(df)
     title = (
-        f"{len(df)} deployments on the frontier for {front.rate_per_s:g} req/s within {front.targets.describe()} "
+        f"{len(df)} {plural(len(df), 'deployment')} on the frontier for {front.rate_per_s:g} req/s within {front.targets.describe()} "
         f"({len(front.evaluated)} of the deployments simulated meet them); tok/s = 1 / mean TPOT, all-in $ per million output tokens"
     )
     notes = [

@@ -176,6 +176,15 @@ def study_metadata(result: StudyResult) -> dict:
         "axes": "; ".join(f"{a.name}: {', '.join(map(str, a.labels))}" for a in study.axes),
     }
     meta.update({k: v for k, v in study.defaults.items() if isinstance(v, (str, int, float, bool))})
+    # a spec the defaults name (held as its resolved path): stated as every result states it,
+    # its name and its file as outputs name one (models/llama-3.1-8b.yaml, a user's in full)
+    for key, name in (("model", lambda s: s.model.name), ("hardware", lambda s: s.gpu.name)):
+        if key in study.defaults and key not in study.axis_names:
+            names = dict.fromkeys(name(c.setting) for c in result.cells)
+            meta[key] = ", ".join(names) or display_path(study.defaults[key])
+            meta[f"{key}_file"] = display_path(study.defaults[key])
+    if "draft" in study.defaults:
+        meta["draft"] = display_path(study.defaults["draft"])
     if "assumptions" not in study.axis_names:  # the preset every cell used (the default too)
         presets = dict.fromkeys(c.setting.assumptions.name for c in result.cells)
         meta["assumptions"] = ", ".join(presets)

@@ -50,8 +50,11 @@ HARDWARE_SCALES = {
 }
 
 
-def vary(setting: Setting, parameter: str, value: float) -> Setting:
-    """The setting with one parameter changed (a factor, or a value for context/acceptance)."""
+def vary(setting: Setting, parameter: str, value: float, field: str = "") -> Setting:
+    """The setting with one parameter changed (a factor, or a value for context/acceptance);
+    a value it cannot take is refused naming ``field`` (default the parameter: a sweep's
+    ``values``, the list it came from)."""
+    field = field or parameter
     if parameter not in PARAMETERS:
         hint = did_you_mean(str(parameter), PARAMETERS)
         raise SpecError(
@@ -63,12 +66,12 @@ def vary(setting: Setting, parameter: str, value: float) -> Setting:
     if PARAMETERS[parameter][0] == "factor":
         latency = parameter in ("nccl_latency", "launch_latency")  # 0: no latency at all
         value = check_number(
-            value, "argument", parameter, minimum=0, exclusive_minimum=not latency, maximum=1e6
+            value, "argument", field, minimum=0, exclusive_minimum=not latency, maximum=1e6
         )
     elif parameter == "context":
-        value = table.option("context_tokens").check(value, "argument", parameter)
+        value = table.option("context_tokens").check(value, "argument", field)
     else:
-        value = table.option("acceptance").check(value, "argument", parameter)
+        value = table.option("acceptance").check(value, "argument", field)
     value = float(value)
     gpu, a = setting.gpu, setting.assumptions
     if parameter in HARDWARE_SCALES:
@@ -77,7 +80,7 @@ def vary(setting: Setting, parameter: str, value: float) -> Setting:
         try:
             gpu = derive(gpu, name=f"{gpu.name} x{value:g} {what}", scale=scale)
         except SpecError as exc:  # e.g. a factor that takes a figure out of range
-            raise SpecError("argument", parameter, f"x{value:g}: {exc.problem}", exc.fix) from None
+            raise SpecError("argument", field, f"x{value:g}: {exc.problem}", exc.fix) from None
         return setting.replace(gpu=gpu)
     try:
         if parameter == "nccl_latency":
@@ -89,7 +92,7 @@ def vary(setting: Setting, parameter: str, value: float) -> Setting:
                 assumptions=a.replace(launch_latency_scale=a.launch_latency_scale * value)
             )
     except SpecError as exc:
-        raise SpecError("argument", parameter, f"x{value:g}: {exc.problem}", exc.fix) from None
+        raise SpecError("argument", field, f"x{value:g}: {exc.problem}", exc.fix) from None
     if parameter == "context":
         check_windows(setting.model, setting.spec, value)
         return setting.replace(context_tokens=value)
@@ -101,9 +104,7 @@ def vary(setting: Setting, parameter: str, value: float) -> Setting:
             "give a draft model (--draft) or draft heads (--draft-heads) to vary the acceptance",
         )
     if value > 1:
-        raise SpecError(
-            "argument", "acceptance", f"is {short(value)}", "expected a probability in [0, 1]"
-        )
+        raise SpecError("argument", field, f"is {short(value)}", "expected a probability in [0, 1]")
     return setting.replace(spec=setting.spec.with_acceptance(value))
 
 
@@ -129,13 +130,16 @@ def sweep(
     )
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         expect(values, (list, tuple), "values", "a list of values", "e.g. [0.5, 1, 2]")
+    values = list(values)
+    # every value checked before any frontier is searched, each refusal naming the list
+    varied = [vary(setting, parameter, value, f"values ({parameter})") for value in values]
     if at_speed is None:
         at_speed = default_speed(setting, method)
     rows = []
     for i, value in enumerate(values):
         if progress:
             progress(f"{parameter} = {float(value):g} ({i + 1}/{len(values)})")
-        front = frontier(vary(setting, parameter, value), method)
+        front = frontier(varied[i], method)
         # nothing feasible, or the speed out of reach: no number (blank), never inf
         fastest = front.fastest() if not front.empty else None
         cost = float(front.cost_at_speed(at_speed)) if not front.empty else math.nan
