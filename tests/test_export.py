@@ -1127,3 +1127,18 @@ def test_a_point_launches_its_experts_as_its_decode_steps_are_priced():
     assert any(
         "expert-parallel MoE layers are needed for redundant experts" in n for n in kept.notes
     )
+
+
+def test_a_capacity_export_says_the_confident_plan_beside_the_expected_one():
+    # 16 req/s of Llama 3.1 8B on one H100 near its knee (400 requests): the expected plan is
+    # one instance and capacity's 90 % plan two; the export had written the one instance
+    # without a word of the other (14 req/s: one instance either way, and no such line)
+    plan = api.export(
+        "Llama 3.1 8B", "H100", engine="vllm", plan="capacity", arrival_rate_per_s=16,
+        input_lengths="1000", output_lengths="200", slo_ttft_p99_s=1, slo_tpot_p99_s=0.05,
+        requests=400, sizes=[1],
+    )  # fmt: skip
+    assert plan.notes[0].startswith("Expected figures: the simulation of 1 x 1 GPU H100-SXM")
+    said = [n for n in plan.notes if n.startswith("This launch is the expected plan")]
+    assert len(said) == 1 and "At 90 % confidence" in said[0], plan.notes
+    assert "the targets hold with 2 x 1 GPU H100-SXM ($4.20 an hour against $2.10)" in said[0]

@@ -216,6 +216,22 @@ def _per_rank(setting: Setting, w: Worker) -> str:
     )
 
 
+def _confident_note(capacity) -> tuple[str, ...]:
+    """The plan for the targets to hold at the pessimistic end of the load an instance holds,
+    where it is not this launch's (``Confident``): the launch is the expected plan."""
+    c, d = capacity.confident, capacity.deployment
+    if c is None or (c.deployment == d and c.hardware in (None, capacity.setting.gpu.name)):
+        return ()
+    gpu = c.hardware or capacity.setting.gpu.name
+    return (
+        f"This launch is the expected plan. At {c.level} % confidence (one instance holding as "
+        f"little as {c.factor:.2f} x the expected load, the low end of its {c.level} % "
+        f"interval) the targets hold with {c.deployment.describe()} {gpu} "
+        f"(${c.usd_per_hour:,.2f} an hour against ${capacity.result.usd_per_hour:,.2f}): launch more "
+        "instances of it, or plan that deployment (capacity says so).",
+    )
+
+
 def _capacity_notes(capacity, workers: tuple[Worker, ...], batch: int, ctx: float) -> tuple:
     """What a capacity plan's expected figures are and where its memory was checked."""
     setting, d, r, t = capacity.setting, capacity.deployment, capacity.result, capacity.targets
@@ -226,7 +242,7 @@ def _capacity_notes(capacity, workers: tuple[Worker, ...], batch: int, ctx: floa
         f"({ctx:,.0f} tokens); the engine's scheduler cap is {workers[-1].batch} requests"
         f"{_per_rank(setting, workers[-1])}.",
     )
-    notes += extrapolation_notes(r)
+    notes += extrapolation_notes(r) + _confident_note(capacity)
     if r.stable and load_intervals(r):  # expected figures; the offered load's are bare
         notes += (
             "output_tokens_per_s and the prices per million output tokens are the offered load's (a "
