@@ -350,3 +350,32 @@ def test_the_ideal_step_floor_leaves_prices_and_other_pools_prompts_alone():
     ends = load_intervals(split)
     assert ends["ttft_mean_s_low90"] < split.ttft_s.mean < ends["ttft_mean_s_high90"]
     assert ends["tpot_mean_s_low90"] > 0.018  # the decode pool's own step stays its floor
+
+
+def test_tables_inverse_analyses_and_derived_figures_say_first_whether_bound_or_expected(tmp_path):
+    """A table scenario under achievable printed expected figures with no first line and no
+    interval; infer and show printed figures of a preset without saying which."""
+    scenario = tmp_path / "tab.yaml"
+    scenario.write_text(
+        "title: Two GPUs\nkind: table\n"
+        "defaults: {model: Llama 3.1 8B, assumptions: achievable, weight_bits: 8, "
+        "context_tokens: 2000, grid_points: 40}\n"
+        "curves:\n  - {label: H100, hardware: H100-SXM}\n  - {label: H200, hardware: H200-SXM}\n"
+    )
+    code, out, _ = cli("run", scenario, "-q")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith("Expected figures: achievable preset, engine profile")
+    assert "tok/s 90 %" in lines[2] and "support" in lines[2]
+    code, out, _ = cli("run", scenario, "-q", "--format", "csv")
+    assert code == 0 and "tokens_per_s_low90" in out and "# Expected figures:" in out
+    code, out, _ = cli("reproduce", "table-1", "-q")
+    assert code == 0 and out.startswith("Ideal bound: paper preset")
+    code, out, _ = cli("infer", "margin", "--model", "Llama 3 70B", "--speed", 158, "--price", 0.9,
+                       "--weight-bits", 8, "--assumptions", "achievable", "--grid-points", 40)  # fmt: skip
+    assert code == 0 and out.startswith(
+        "Expected figures: achievable preset, engine profile trtllm; this table leaves out"
+    )
+    code, out, _ = cli("show", "Llama 3 70B", "-H", "H100")
+    assert code == 0 and out.startswith("Ideal bound: paper preset")
+    code, out, _ = cli("show", "H100")  # a GPU's own figures: computed under no preset
+    assert code == 0 and not out.startswith(("Ideal bound", "Expected"))

@@ -121,7 +121,15 @@ def show(name, hardware, assumptions, weight_bits, activation_bits, kv_cache_bit
         key = "hardware" if kind == "hardware" else "engine"
         meta = {key: info["name"], f"{key}_file": info["file"]}
     shown = pd.DataFrame([info]) if format in ("json", "csv") else df
-    click.echo(render(shown, format, title=title, meta=meta), nl=False)
+    if kind != "models":  # a spec's own figures: nothing computed under a preset
+        click.echo(render(shown, format, title=title, meta=meta), nl=False)
+        return
+    # a model's derived figures (its weights' GPUs, critical batch) are its preset's
+    line = api.figures_line(info["assumptions"], intervals=False)
+    if format in ("json", "csv"):
+        click.echo(render(shown, format, title=title, meta=meta, notes=[line]), nl=False)
+        return
+    click.echo(line + "\n" + render(shown, format, title=title, meta=meta), nl=False)
 
 
 def _show_value(field, value):

@@ -221,6 +221,9 @@ def frontier(
 
     df = pd.DataFrame(columns)  # the points shown, as Frontier.to_dataframe() has them
     title = setting.name if format in ("markdown", "json") else ""
+    if format == "markdown":  # the line first, as in the text table
+        emit(line + "\n\n" + render(df, format, title=title, meta=table.metadata, notes=notes), out)
+        return
     emit(render(df, format, title=title, meta=table.metadata, notes=[line, *notes]), out)
 
 

@@ -158,6 +158,7 @@ def _print(tables, fmt, title, blocks, out, meta=None, drop=()):
 
     from ..output.render import render
 
+    line = _figures_line([r.get("assumptions") for _, rows in tables for r in rows])
     if fmt in ("csv", "json"):
         records = [{"offer": label, **row} for label, rows in tables for row in rows]
         whole = pd.DataFrame(records).drop(columns=list(drop))
@@ -167,14 +168,23 @@ def _print(tables, fmt, title, blocks, out, meta=None, drop=()):
         for name in whole_numbers & set(whole.columns):
             if whole[name].dtype.kind == "f":
                 whole[name] = pd.Series([r.get(name) for r in records], dtype=object)
-        emit(render(whole, fmt, title=title, meta=meta), out)
+        emit(render(whole, fmt, title=title, meta=meta, notes=line), out)
         return
-    text = ""
+    text = "".join(f"{n}\n" for n in line)
     for i, ((label, rows), block) in enumerate(zip(tables, blocks)):
         last = meta if i == len(tables) - 1 else None  # the inputs once, after the last table
         df = pd.DataFrame(rows).drop(columns=list(drop))
         text += render(df, fmt, title=f"{title}: {label}", notes=block, meta=last) + "\n"
     emit(text, out)
+
+
+def _figures_line(presets) -> list[str]:
+    """The first line of an inverse analysis: whether the figures of the presets its settings
+    tried are ideal bounds or expected (whose intervals its tables leave out)."""
+    from .stated import first_line
+
+    labels = list(dict.fromkeys(str(p) for p in presets if p))
+    return [first_line(labels, intervals=False, parts="Settings")[0]] if labels else []
 
 
 def _each(chosen, analyse, kwargs, lines):
@@ -335,14 +345,16 @@ def preference(observations, provider, model, hardware, format, out, **values):
     used = {p.observation.label: p.context_tokens for p in fit.points}
     meta = inputs(observations, provider, model, {"hardware": hardware[0], **kwargs}, used)
     title = f"Preference exponent: {fit.summary}"
+    line = _figures_line([kwargs.get("assumptions")])
     if format in ("csv", "json"):
         lo, hi = fit.interval if fit.interval else (None, None)
         summary = {"provider": "fit", "implied_k": fit.k, "k_low": lo, "k_high": hi}
         both = pd.concat([df, pd.DataFrame([summary])], ignore_index=True)
-        emit(render(both, format, title=title, meta=meta), out)
+        emit(render(both, format, title=title, meta=meta, notes=line), out)
         return
     notes = ["", fit.summary, *fit.notes]
-    emit(render(df, format, title=title, notes=notes, meta=meta), out)
+    head = "".join(f"{n}\n" for n in line)
+    emit(head + render(df, format, title=title, notes=notes, meta=meta), out)
 
 
 @infer.command(short_help="The model size that puts a closed model's offer on the frontier.")

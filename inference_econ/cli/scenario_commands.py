@@ -165,7 +165,7 @@ def reproduce(what, assumptions, format, out, detail, html, observations, offer_
         cols += [c for c in DETAIL_COLUMNS if c in table and c not in cols]
     title = table.attrs["title"] if format in ("table", "markdown", "json") else ""
     notes = table.attrs.get("notes", ())
-    emit(render(table[cols], format, title=title, notes=notes, meta=table.attrs["metadata"]), out)
+    emit(_table_text(table, cols, format, title, notes, table.attrs["metadata"]), out)
 
 
 def _report(results, path: Path, title: str) -> Path:
@@ -274,9 +274,7 @@ def run(scenario, out, format, measured, html, observations, offer_price, quiet)
         cols = list(result.table.attrs["columns"])
         meta, notes = result.table.attrs["metadata"], result.table.attrs["notes"]
         title = result.scenario.title
-        click.echo(
-            render(result.table[cols], format, title=title, notes=notes, meta=meta), nl=False
-        )
+        click.echo(_table_text(result.table, cols, format, title, notes, meta), nl=False)
     else:
         title, notes, meta = result.scenario.title, result.notes, result.metadata
         if result.labels:  # ideal bound or expected, each figure's interval as a range
@@ -286,6 +284,19 @@ def run(scenario, out, format, measured, html, observations, offer_price, quiet)
         click.echo(text, nl=False)
     if out:
         click.echo(wrote_files(len(result.files), out), err=True)
+
+
+def _table_text(table, cols: list[str], fmt: str, title: str, notes, meta: dict) -> str:
+    """A table scenario's rows as every command states figures: a first line saying whether
+    they are an ideal bound or expected (each row's preset), expected ones with their 80 %
+    and 90 % intervals (ranges in text; their columns in CSV and JSON) and support."""
+    from .. import api
+
+    ends = [c for col in cols for c in api.interval_columns(col) if c in table]
+    shown = [*cols, *ends, *(["support"] if ends and "support" in table else [])]
+    labels = [c["assumptions"] for c in meta.get("curves", ()) if "assumptions" in c]
+    under = labels or [meta.get("assumptions", "paper")]
+    return stated_table(table[shown], fmt, under, title, meta, notes)
 
 
 def _offers_used(scenario, observations) -> None:
