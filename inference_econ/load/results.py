@@ -619,7 +619,7 @@ def assemble(setup: RunSetup, measured: Measured) -> LoadResult:
     per_instance, count, prefill_per_instance, prefill_count = setup.gpus
     rate_per_s, notes = _rate_and_notes(setup, measured, window)
     backlog = window.backlog
-    rates = _rates(setup, measured, window)
+    requests_s, input_s, output_s = _rates(setup, measured, window)
     return LoadResult(
         model=instance.setting.model.name,
         hardware=setup.hardware,
@@ -637,8 +637,10 @@ def assemble(setup: RunSetup, measured: Measured) -> LoadResult:
         ttft_s=stats["ttft"],
         tpot_s=stats["tpot"],
         e2e_s=stats["e2e"],
-        **rates,
-        goodput_requests_per_s=rates["throughput_requests_per_s"] * _good_share(window, good),
+        throughput_requests_per_s=requests_s,
+        input_tokens_per_s=input_s,
+        output_tokens_per_s=output_s,
+        goodput_requests_per_s=requests_s * _good_share(window, good),
         goodput_fraction=window.share(good),
         busy_fraction=measured.busy_fraction,
         mfu=measured.mfu,
@@ -664,8 +666,8 @@ def assemble(setup: RunSetup, measured: Measured) -> LoadResult:
         speculative_step_fraction=measured.speculative_step_fraction,
         router=setup.router,
         instances_simulated=setup.instances_simulated,
-        **_prices(setup, measured, rates),
-        **_run_energy(setup, measured, rates["output_tokens_per_s"]),
+        **_prices(setup, measured, input_s, output_s),
+        **_run_energy(setup, measured, output_s),
     )
 
 
@@ -694,7 +696,7 @@ def _rate_and_notes(setup: RunSetup, measured: Measured, window: Window):
     return rate_per_s, tuple(notes)
 
 
-def _rates(setup: RunSetup, measured: Measured, window: Window) -> dict[str, float]:
+def _rates(setup: RunSetup, measured: Measured, window: Window) -> tuple[float, float, float]:
     """Requests, prompt and output tokens a second served: the offered rate's (its requests
     served and their own lengths) where the deployment keeps up with one, not the sample's
     realised rate over the service window (the seed's luck); else what the window serves."""
@@ -708,8 +710,8 @@ def _rates(setup: RunSetup, measured: Measured, window: Window) -> dict[str, flo
     else:
         each = setup.scale / window.seconds
         counts = (window.weight.sum(), window.input_tokens, window.output_tokens)
-    names = ("throughput_requests_per_s", "input_tokens_per_s", "output_tokens_per_s")
-    return {name: each * float(count) for name, count in zip(names, counts)}
+    requests, prompts, outputs = (each * float(count) for count in counts)
+    return requests, prompts, outputs
 
 
 def _good_share(window: Window, good: np.ndarray) -> float:
@@ -717,12 +719,10 @@ def _good_share(window: Window, good: np.ndarray) -> float:
     return float(np.sum(window.weight * good)) / max(float(window.weight.sum()), 1e-300)
 
 
-def _prices(setup: RunSetup, measured: Measured, rates: dict) -> dict:
+def _prices(setup: RunSetup, measured: Measured, n_in: float, n_out: float) -> dict:
     """Cost per hour and per million input, output and all-in output tokens at the rates
     served (``_rates``), the GPU time split by the share that went to prompts."""
-    price, gpus = setup.usd_per_gpu_hour, setup.total_gpus
-    n_in, n_out = rates["input_tokens_per_s"], rates["output_tokens_per_s"]
-    share = measured.input_share
+    price, gpus, share = setup.usd_per_gpu_hour, setup.total_gpus, measured.input_share
 
     def dollars(seconds, tokens):
         return usd_per_mtok(seconds, 1.0, tokens, price) if tokens else math.nan
