@@ -121,12 +121,11 @@ def _load_kwargs(values: dict) -> dict:
 
 def _notes(result, extra=()) -> list[str]:
     """What the numbers were computed with, printed under every table."""
-    window = (
-        f" Rates and prices are measured over the run's service window of {result.window.seconds:.4g} s, "
-        "from when the engine has filled to when it starts to drain (docs/model.md §E4)."
-        if result.window is not None
-        else ""
-    )
+    window = "" if result.window is None else (
+        " Rates and prices are the offered load's, which the deployment keeps up with"
+        if result.stable and result.rate_per_s > 0 and not result.closed_loop
+        else f" Rates and prices are measured over the run's service window of {result.window.seconds:.4g} s"
+    ) + " (docs/model.md §E4)."  # fmt: skip
     simulated = (
         f"Requests simulated: {result.requests} on {result.instances_simulated} instances together"
         if result.instances_simulated > 1
