@@ -10,12 +10,12 @@ from .common import (
     emit,
     given,
     handle_errors,
+    one_gpu_option,
     option,
     options,
     table_output,
     typed_name,
 )
-from .typed import one_gpu_option
 
 
 @click.command("list", short_help="List the shipped models, GPUs, scenarios, engines or costs.")

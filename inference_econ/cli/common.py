@@ -23,7 +23,7 @@ import click
 from .. import settings as table
 from ..errors import InferenceEconError, SpecError
 from .interrupts import Watch
-from .typed import CATALOG_FIELDS, check_combinations, given, one_gpu_option, typed_name
+from .typed import CATALOG_FIELDS, ONE_GPU_FIX, check_combinations, given, one_gpu, typed_name
 
 
 class Progress:
@@ -63,6 +63,29 @@ def fail(exc: Exception) -> None:
         message = str(exc)
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
+
+
+def one_gpu_option(fix: str = ONE_GPU_FIX, **changes):
+    """The -H of a command that computes on one GPU: taken repeatedly so that a second one is
+    refused (``one_gpu``) before the command runs, not silently dropped."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value):
+        try:
+            return one_gpu(value, ctx.command.name or "this command", fix)
+        except SpecError as exc:
+            fail(exc)
+
+    return click.option(
+        "--hardware",
+        "-H",
+        multiple=True,
+        callback=callback,
+        **{
+            "required": True,
+            "help": "GPU name, alias or YAML file (see 'list hardware').",
+            **changes,
+        },
+    )
 
 
 def _as_typed(exc: SpecError) -> str:

@@ -19,6 +19,7 @@ from .common import (
     handle_errors,
     hardware_option,
     make_setting,
+    one_gpu_option,
     option,
     options,
     out_option,
@@ -26,7 +27,7 @@ from .common import (
     table_output,
 )
 from .stated import stated_table
-from .typed import excludes, one_gpu_option
+from .typed import excludes
 
 
 def _figure_target(figure: str) -> tuple[str, tuple[str, ...]]:

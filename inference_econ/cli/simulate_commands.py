@@ -22,6 +22,7 @@ from .common import (
     OutputFile,
     Progress,
     handle_errors,
+    one_gpu_option,
     option,
     options,
     quiet_option,
@@ -29,7 +30,6 @@ from .common import (
     table_output,
 )
 from .stated import save_figure
-from .typed import one_gpu_option
 
 
 @click.command(short_help="One deployment under one load: latency percentiles and cost.")

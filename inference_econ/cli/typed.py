@@ -210,28 +210,3 @@ def one_gpu(hardware, command: str, fix: str = ONE_GPU_FIX):
     if isinstance(hardware, str):
         return hardware
     return hardware[-1] if hardware else None
-
-
-def one_gpu_option(fix: str = ONE_GPU_FIX, **changes):
-    """The -H of a command that computes on one GPU: taken repeatedly so that a second one is
-    refused (``one_gpu``) before the command runs, not silently dropped."""
-
-    def callback(ctx: click.Context, param: click.Parameter, value):
-        try:
-            return one_gpu(value, ctx.command.name or "this command", fix)
-        except SpecError as exc:
-            from .common import fail  # common imports this module
-
-            fail(exc)
-
-    return click.option(
-        "--hardware",
-        "-H",
-        multiple=True,
-        callback=callback,
-        **{
-            "required": True,
-            "help": "GPU name, alias or YAML file (see 'list hardware').",
-            **changes,
-        },
-    )

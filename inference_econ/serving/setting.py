@@ -230,14 +230,6 @@ def make_setting(model, hardware, **options) -> Setting:
     >>> s.gpu.name, s.assumptions.name, s.context_tokens
     ('H100-SXM', 'paper', 8192.0)
     """
-    if hardware is None:  # not "no hardware spec named 'None'": the GPU was not given
-        raise SpecError(
-            "argument",
-            "hardware",
-            "is missing",
-            "name the GPU the model runs on: hardware='H100' or the second argument, a name "
-            "from ie.list_specs('hardware'), a YAML file or a GPU",
-        )
     assumptions = options.pop("assumptions", None)
     engine = options.get("engine")
     if isinstance(engine, os.PathLike):
@@ -265,7 +257,7 @@ def make_setting(model, hardware, **options) -> Setting:
         if f.name in values and f.name not in _BUILT
     }
     gpu, costs_file = price_gpu(
-        load_hardware(hardware), values["price_basis"], values["costs"], values["pue"]
+        load_hardware(_given(hardware)), values["price_basis"], values["costs"], values["pue"]
     )
     assumptions = engine_on_part(assumptions, gpu, values["engine"])
     assumptions = with_overlap(assumptions, values, gpu, arch)
@@ -282,6 +274,17 @@ def make_setting(model, hardware, **options) -> Setting:
         costs_file=costs_file,
         **copied,
     )
+
+
+def _given(hardware):
+    """The GPU argument, refused where it is missing (not "no hardware spec named 'None'")."""
+    if hardware is None:
+        raise SpecError(
+            "argument", "hardware", "is missing",
+            "name the GPU the model runs on: hardware='H100' or the second argument, a name "
+            "from ie.list_specs('hardware'), a YAML file or a GPU",
+        )  # fmt: skip
+    return hardware
 
 
 def _grid_intensity(values: dict) -> tuple[float | None, str]:
