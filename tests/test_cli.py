@@ -125,7 +125,8 @@ def test_contexts_beyond_the_window_and_self_speculation_warn_once():
         "each draft token costs a full target pass, so speculation never pays off; a draft is "
         "normally a smaller model that shares the target's tokenizer"
     ]
-    other = CliRunner().invoke(main, [point[0], "Llama 3 70B", *point[1:], "--gpus", "2"])
+    two = [a if a != "1" or point[i - 1] != "--gpus" else "2" for i, a in enumerate(point)]
+    other = CliRunner().invoke(main, [two[0], "Llama 3 70B", *two[1:]])
     assert other.exit_code == 0 and other.stderr == ""
 
 

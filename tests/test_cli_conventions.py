@@ -572,3 +572,34 @@ def test_a_confident_capacity_plan_gives_its_plans_and_headroom_in_json():
         assert p["deployment"] in text.stdout and f"{p['usd_per_hour']:.2f}" in text.stdout
     held = next(n for n in data["notes"] if n.startswith("Headroom:"))
     assert held in text.stdout
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["point", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--batch", "8", "--batch=16"],
+         "--batch: is given 2 times (8, 16) (give it once)"),
+        (["capacity", "Llama 3.1 8B", "-H", "H100", "--rate", "3", "--prompt-tokens", "100",
+          "--rate", "5"], "--rate: is given 2 times (3, 5)"),
+        (["infer", "margin", "paper-2025", "--grid-points", "10", "--grid-points", "20"],
+         "--grid-points: is given 2 times (10, 20)"),
+        (["simulate", "Llama 3.1 8B", "-H", "H100", "--rate", "3", "--prefix-caching",
+          "--no-prefix-caching"], "--prefix-caching: is given 2 times"),
+    ],
+)  # fmt: skip
+def test_an_option_given_twice_is_refused_not_the_last_kept(args, says):
+    # click keeps the last of an option given twice: --rate 3 ... --rate 5 had planned 5 req/s
+    # without a word; an option taken repeatedly (-H of capacity) and a flag said twice alike
+    # are not refused
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+    assert says in result.output
+
+
+def test_an_option_taken_repeatedly_or_a_flag_said_twice_alike_is_not_refused():
+    from inference_econ.cli.typed import refuse_repeats
+
+    capacity = main.commands["capacity"]
+    refuse_repeats(capacity, ["M", "-H", "H100", "-H", "H200", "--rate", "3"])  # -H repeats
+    refuse_repeats(capacity, ["M", "--no-prefix-caching", "--no-prefix-caching"])
+    refuse_repeats(capacity, ["M", "--", "--rate", "3", "--rate", "4"])  # past "--": arguments

@@ -23,7 +23,15 @@ import click
 from .. import settings as table
 from ..errors import InferenceEconError, SpecError
 from .interrupts import Watch
-from .typed import CATALOG_FIELDS, ONE_GPU_FIX, check_combinations, given, one_gpu, typed_name
+from .typed import (
+    CATALOG_FIELDS,
+    ONE_GPU_FIX,
+    check_combinations,
+    given,
+    one_gpu,
+    refuse_repeats,
+    typed_name,
+)
 
 
 class Progress:
@@ -175,8 +183,14 @@ _EXIT_COLLECTIONS_SKIPPED = False
 
 class Main(click.Group):
     """The command group, with click's own usage errors (a missing argument, an unknown
-    option, a bad choice) on one line and exit 2 like every other bad input, and an interrupt
-    on one line and exit 130 (``interrupts.Watch``; docs/errors.md)."""
+    option, a bad choice, an option given twice) on one line and exit 2 like every other bad
+    input, and an interrupt on one line and exit 130 (``interrupts.Watch``; docs/errors.md)."""
+
+    def resolve_command(self, ctx, args):
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None:  # click keeps the last of an option given twice: refused
+            refuse_repeats(command, rest)
+        return name, command, rest
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         tune_allocator()

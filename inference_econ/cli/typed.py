@@ -210,3 +210,39 @@ def one_gpu(hardware, command: str, fix: str = ONE_GPU_FIX):
     if isinstance(hardware, str):
         return hardware
     return hardware[-1] if hardware else None
+
+
+def refuse_repeats(command: click.Command, args: list[str]) -> None:
+    """Refuse an option given twice that takes one value (``--rate 3 ... --rate 5``; click
+    keeps the last silently), or an on/off flag given both ways: one line naming it, exit 2.
+    ``args`` are the command's own (a group's subcommand is followed)."""
+    while isinstance(command, click.Group) and args:
+        sub = command.commands.get(args[0])
+        if sub is None:
+            return
+        command, args = sub, args[1:]
+    takes_one = {
+        opt: p
+        for p in command.params
+        if isinstance(p, click.Option) and not p.multiple and not p.count
+        for opt in (*p.opts, *p.secondary_opts)
+    }
+    seen: dict[str, list[str]] = {}
+    i = 0
+    while i < len(args) and args[i] != "--":
+        name, eq, value = args[i].partition("=") if args[i].startswith("--") else (args[i], "", "")
+        param = takes_one.get(name)
+        if param is not None and param.is_flag:
+            seen.setdefault(param.name or name, []).append(name)
+        elif param is not None:
+            if not eq and i + 1 < len(args):
+                i, value = i + 1, args[i + 1]
+            seen.setdefault(param.name or name, []).append(value)
+        i += 1
+    for name, values in seen.items():
+        param = next(p for p in command.params if p.name == name)
+        if len(values) > 1 and (not getattr(param, "is_flag", False) or len(set(values)) > 1):
+            flag = max(param.opts, key=len)
+            raise click.UsageError(
+                f"{flag}: is given {len(values)} times ({', '.join(values)}) (give it once)"
+            )
