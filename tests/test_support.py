@@ -306,3 +306,25 @@ def test_a_decode_points_note_names_a_class_of_the_figures_it_shows():
     # a prefill's line still weighs every kind (its time is a time to first token)
     setting = make_setting("gpt-oss-120b", "H200", assumptions="achievable")
     assert "TTFT" in iv.coverage_note(setting)
+
+
+def test_a_profile_of_ones_own_is_no_shipped_class_and_its_first_line_names_it(tmp_path):
+    """A profile calibrate wrote (``trtllm (calibrated)``, a file outside the catalog) had been
+    read as TensorRT-LLM's class: "in support (86 residuals)" and the shipped profile's band,
+    which no residual of it measures, and a first line naming "trtllm". It is an engine of
+    its own: its figures borrow a neighbour's band, widened, and say they extrapolate."""
+    import inference_econ as ie
+    from inference_econ.serving.figure_labels import figures_line
+    from inference_econ.serving.support import figure_class, support_of
+
+    path = tmp_path / "mine.yaml"
+    path.write_text("name: trtllm (calibrated)\nderive_from: trtllm\nstep_overhead_s: 0.001\n")
+    own = ie.make_setting("Llama 3.1 8B", "H100", assumptions="achievable", engine=str(path))
+    shipped = ie.make_setting("Llama 3.1 8B", "H100", assumptions="achievable")
+    assert figure_class(own, "TPOT").engine == "trtllm (calibrated)"
+    assert figure_class(shipped, "TPOT").engine == "trtllm"
+    assert support_of(own, ["TPOT"]).label() == "extrapolating"
+    assert support_of(shipped, ["TPOT"]).label().startswith("in support")
+    assert figures_line(own).startswith(
+        "Expected figures: achievable preset, engine profile trtllm (calibrated);"
+    )

@@ -37,8 +37,8 @@ def figures_line(setting_or_label, intervals: bool = True) -> str:
         label = setting_or_label.assumptions.label
     name, _, rest = str(label).partition(", ")
     if rest.startswith("engine ") or name == "achievable":
-        if rest.startswith("engine "):
-            engine = f"engine profile {rest.split(' ')[1]}"
+        if rest.startswith("engine "):  # the profile's whole name: "trtllm (calibrated)"
+            engine = f"engine profile {rest[len('engine ') :].split(' + ')[0]}"
         else:
             engine = rest or "engine profile trtllm"
         if not intervals:

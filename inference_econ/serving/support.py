@@ -221,10 +221,25 @@ def layout_class(moe: bool, pipeline=1, spread: bool = False, disaggregated: boo
 
 
 def engine_family(engine) -> str:
-    """The engine family of a profile (a name, "family@version", a path or a profile)."""
+    """The engine family of a profile (a name, "family@version", a path or a profile); a
+    profile of the user's own (``calibrate``'s, a file outside the catalog) is an engine of
+    its own, its name: no residual of the table measures it, so its figures borrow a
+    neighbour's band, widened, and say so (§F12)."""
     name = getattr(engine, "name", engine)
+    if _own_profile(engine):
+        return str(name).lower()
     text = Path(str(name)).stem.split("@")[0].lower() if name is not None else ""
     return next((e for e in ENGINES if text.startswith(e)), text or "unstated")
+
+
+def _own_profile(engine) -> bool:
+    """Whether ``engine`` is a profile read from a file that is none of the catalog's."""
+    source = getattr(engine, "source_file", None)
+    if not source:
+        return False
+    from ..specs.catalog import entries
+
+    return Path(source).resolve() not in {e.path.resolve() for e in entries("engines")}
 
 
 def _table_path() -> Path:
