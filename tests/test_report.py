@@ -216,3 +216,26 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
         assert words in hover, (words, hover)
     for words in ("latency", "kernel launches", "weight reads", "collective latency"):
         assert words in hover, (words, hover)
+
+
+def test_a_report_says_which_cells_are_bounds_and_gives_the_expected_ones_intervals(tmp_path):
+    """A study of one GPU under refined and achievable: the page had said nothing of bound or
+    expected, listed a '90 % interval' band of the bound (all NaN), and gave its key figures
+    without their intervals, beside each other."""
+    study = tmp_path / "s.yaml"
+    study.write_text(
+        "title: Bound and expected\n"
+        "axes: {model: [Llama 3 8B], hardware: [H100-SXM], assumptions: [refined, achievable]}\n"
+        "defaults: {grid_points: 20, weight_bits: 8}\nat_speeds: [50]\n"
+    )
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["study", str(study), "--out", str(out), "--html", "-q"])
+    assert result.exit_code == 0, result.output
+    page = (out / "report.html").read_text()
+    line = re.search(r"<p class='figures'><strong>(.*?)</strong></p>", page)
+    assert line and line[1].startswith("Cells differ: Ideal bound: refined preset")
+    assert "Expected figures: achievable preset, engine profile trtllm" in line[1]
+    names = [t.get("name") for t in figure_json(page)["data"]]
+    assert "achievable: 90 % interval" in names and "refined: 90 % interval" not in names
+    table = re.search(r"<h3>Key points</h3>.*?</table>", page, re.S)[0]
+    assert "preference $/Mtok 90 %" in table and ">ideal bound<" in table and ">expected<" in table

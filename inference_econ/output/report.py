@@ -66,6 +66,8 @@ def render(sections: list[Section], title: str, max_points: int = MAX_POINTS) ->
     for i, section in enumerate(sections):
         if len(sections) > 1:
             body.append(f"<h2 id='s{i}'>{html.escape(section.title)}</h2>")
+        if section.figures:  # bound or expected, first, as every command says it
+            body.append(f"<p class='figures'><strong>{html.escape(section.figures)}</strong></p>")
         if section.description:
             body.append(f"<p>{html.escape(section.description)}</p>")
         fig = figure(section, max_points)

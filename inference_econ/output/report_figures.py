@@ -83,7 +83,8 @@ def figure(section: Section, max_points: int = MAX_POINTS):
         pts = thin(pts, curve.marks.values(), max_points)
         colour = curve.color or by_name.get(curve.name) or PALETTE[len(by_name) % len(PALETTE)]
         by_name.setdefault(curve.name, colour)
-        if "usd_per_mtok_low90" in pts:  # expected figures: the 90 % interval, shaded
+        if "usd_per_mtok_low90" in pts and pts["usd_per_mtok_low90"].notna().any():
+            # expected figures: the 90 % interval, shaded (a bound's cells have none)
             fig.add_trace(_band(go, curve, pts, colour, curve.group == first))
         fig.add_trace(_line(go, curve, pts, colour, curve.group == first))
     _share_hover(fig)

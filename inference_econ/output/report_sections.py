@@ -47,6 +47,18 @@ class Section:
     notes: list[str] = field(default_factory=list)
     #: A square-root-law section (the paper's Figure 2): measured best latencies, no frontiers.
     law: list[dict] = field(default_factory=list)
+    #: Whether its figures are an ideal bound or expected (``figures_line``), first under its
+    #: title as every command's output says it first.
+    figures: str = ""
+
+
+def figures_of(labels) -> str:
+    """The line saying whether figures under ``labels`` (presets: a setting's or a label such
+    as "achievable, engine vllm") are ideal bounds or expected: one, or each when they differ."""
+    from ..serving.figure_labels import figures_line
+
+    lines = list(dict.fromkeys(figures_line(label) for label in labels))
+    return lines[0] if len(lines) == 1 else "Cells differ: " + " / ".join(lines) if lines else ""
 
 
 def _varying(manifest: dict) -> list[str]:
@@ -99,7 +111,9 @@ def study_section(folder, compare: str | None = None, where: dict | None = None)
     table = _key_summary(keys, axes or list(manifest["axes"]), manifest.get("at_speeds", []))
     real = continuous_note(keys[keys["feasible"].astype(bool)]) if len(keys) else None
     sliced = "; ".join(f"{a} = {', '.join(v)}" for a, v in (where or {}).items())
+    presets = keys["assumptions"].dropna() if "assumptions" in keys else manifest["assumptions"]
     return Section(
+        figures=figures_of([str(p) for p in presets]),
         title=manifest["title"] + (f" (the slice {sliced})" if sliced else ""),
         description=manifest.get("description", ""),
         curves=curves,
@@ -152,20 +166,45 @@ def _key_summary(keys: pd.DataFrame, axes: list[str], speeds) -> pd.DataFrame:
         "preference": ("tokens_per_s", "usd_per_mtok", "gpus", "batch"),
         "cheapest": ("usd_per_mtok",),
     }
+    if "assumptions" in keys:  # which cells are ideal bounds and which expected figures
+        presets = keys.drop_duplicates("cell").set_index("cell")["assumptions"].astype(str)
+        out["figures"] = [_kind_of(p) for p in presets.reindex(out.index)]
     for point, cols in pick.items():
         sel = keys[keys["point"] == point].set_index("cell")
         for col in cols:  # short headers, as the text tables print them
-            out[f"{point} {HEADERS.get(col, col)}"] = sel[col]
+            name = f"{point} {HEADERS.get(col, col)}"
+            out[name] = sel[col]
+            _ends(out, name, sel, col)
     for speed in speeds:
         sel = keys[
             (keys["point"] == "at_speed") & (keys["target_tokens_per_s"] == speed)
         ].set_index("cell")
         out[f"$/Mtok at {speed:g} tok/s"] = sel["usd_per_mtok"]
+        _ends(out, f"$/Mtok at {speed:g} tok/s", sel, "usd_per_mtok")
     status = keys.groupby("cell")["note"].first()
     blank = status.isna() | status.astype(str).str.strip().eq("")
     if not blank.all():  # a column of blanks would only widen
         out["note"] = status.where(~blank, "")  # a cell with no note blank, never "nan"
-    return out.reset_index()
+    from .ranges import ranged_columns
+
+    return ranged_columns(out.reset_index())
+
+
+def _kind_of(preset: str) -> str:
+    """A cell's figures in a word: an ideal bound (an ideal preset) or expected."""
+    from ..serving.figure_labels import figures_line
+
+    return "expected" if figures_line(preset).startswith("Expected") else "ideal bound"
+
+
+def _ends(out: pd.DataFrame, name: str, sel: pd.DataFrame, col: str) -> None:
+    """A key figure's interval columns beside it where its cells have them (expected)."""
+    from ..serving.figure_labels import interval_columns
+
+    ends = interval_columns(col)
+    if all(c in sel for c in ends) and sel[ends].notna().any().any():
+        for mine, theirs in zip(interval_columns(name), ends):
+            out[mine] = sel[theirs]
 
 
 def _study_assumptions(manifest: dict) -> list[tuple[str, pd.DataFrame]]:
@@ -189,10 +228,19 @@ def _study_assumptions(manifest: dict) -> list[tuple[str, pd.DataFrame]]:
     if presets:
         out.append(("Modelling assumptions (docs/model.md), per preset", _by_field(presets)))
     if manifest.get("hardware"):
-        out.append(("Hardware figures", _by_field(manifest["hardware"])))
+        gpus = {
+            k: {**v, "source_file": _shown(v.get("source_file"))}
+            for k, v in manifest["hardware"].items()
+        }
+        out.append(("Hardware figures", _by_field(gpus)))
     if manifest.get("models"):
         out.append(("Models", _by_field(manifest["models"])))
     return out
+
+
+def _shown(path) -> str:
+    """A spec file as outputs name it: a shipped one by its place in the package."""
+    return display_path(path) if path else ""
 
 
 def _by_field(items: dict) -> pd.DataFrame:
@@ -231,13 +279,15 @@ def scenario_section(result) -> Section:
             }
         points = front.points.sort_values("tokens_per_s")
         curves.append(Curve(label, points, "", marks, palette[label], dashes.get(label, "solid")))
-    presets, gpus, models = {}, {}, {}
+    presets, gpus, models, labels = {}, {}, {}, []
     for curve in scenario.curves:
         if curve.toy is not None:
             continue
         s = curve.setting()
+        labels.append(s)
         presets.setdefault(s.assumptions.name, dataclasses.asdict(s.assumptions))
-        gpus.setdefault(s.gpu.name, s.gpu.to_dict())
+        gpu = s.gpu.to_dict()  # a shipped file by its place in the package, as outputs name it
+        gpus.setdefault(s.gpu.name, {**gpu, "source_file": _shown(gpu.get("source_file"))})
         models.setdefault(
             s.model.name,
             {
@@ -268,6 +318,7 @@ def scenario_section(result) -> Section:
     if models:
         assumptions.append(("Models", _by_field(models)))
     return Section(
+        figures=figures_of(labels),
         title=scenario.title,
         description=scenario.description,
         curves=curves,
