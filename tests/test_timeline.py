@@ -176,3 +176,28 @@ def test_a_step_that_loads_prefixes_from_a_host_tier_says_for_how_long():
     assert all(
         e["name"] in ("prefill", "mixed step") for e in steps if "tier_load_seconds" in e["args"]
     )
+
+
+def test_a_timeline_of_one_instance_simulated_for_two_says_so(tmp_path):
+    # two instances behind a random router are one simulation: the file had held "instance 1"
+    # alone, with nothing saying it stands for both
+    import json
+
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_time_s,prompt_tokens,output_tokens\n0,100,10\n0.1,100,10\n")
+    out = tmp_path / "tl.json"
+    args = ["simulate", "Llama 3 8B", "-H", "H100", "--gpus", "1", "--trace", str(trace)]
+    result = CliRunner().invoke(main, [*args, "--instances", "2", "--timeline", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    said = "1 simulated for the deployment's 2 instances, each serving its share alike"
+    assert data["otherData"]["instances"].startswith(said)
+    labels = [e["args"]["labels"] for e in data["traceEvents"] if e["name"] == "process_labels"]
+    assert len(labels) == 1 and said in labels[0]
+    alone = tmp_path / "one.json"
+    result = CliRunner().invoke(main, [*args, "--timeline", str(alone), "-q"])
+    assert result.exit_code == 0 and "instances" not in json.loads(alone.read_text())["otherData"]

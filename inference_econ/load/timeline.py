@@ -59,6 +59,8 @@ class Timeline:
     lanes: list[Lane] = field(default_factory=list)
     #: (label, record) of each run: its requests' times (sent, admitted, first token, finish).
     runs: list[tuple[str, RunRecord]] = field(default_factory=list)
+    #: What the instances drawn stand for, where one is simulated for several ("": each its own).
+    stands_for: str = ""
 
     def add_run(self, engines, record: RunRecord, label: str = "") -> None:
         """Keep what the ``engines`` of one run recorded (their ``trace`` lists) and its
@@ -89,9 +91,10 @@ class Timeline:
                 _meta("thread_name", pid, STEPS_TID, "steps"),
                 _meta("thread_name", pid, PREEMPTIONS_TID, "preemptions"),
             ]
+            alike = f"; {self.stands_for}" if self.stands_for else ""
             events.append(
                 {"ph": "M", "name": "process_labels", "pid": pid, "tid": 0,
-                 "args": {"labels": f"busy {lane.busy_s:.6g} s"}}
+                 "args": {"labels": f"busy {lane.busy_s:.6g} s{alike}"}}
             )  # fmt: skip
             events += list(_lane_events(pid, lane))
         first_id = 0
@@ -101,7 +104,11 @@ class Timeline:
         return {
             "traceEvents": events,
             "displayTimeUnit": "ms",
-            "otherData": {"source": "inference-econ simulate --timeline", "time_unit": "us"},
+            "otherData": {
+                "source": "inference-econ simulate --timeline",
+                "time_unit": "us",
+                **({"instances": self.stands_for} if self.stands_for else {}),
+            },  # fmt: skip
         }
 
     def to_json(self) -> str:
