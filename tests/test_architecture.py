@@ -1,13 +1,13 @@
 """The package's layers import only downward, no two modules import each other (directly or
 round a longer loop), and the command line starts without numpy."""
 
-import ast
 import functools
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import module_outline
 
 PACKAGE = Path(__file__).resolve().parent.parent / "inference_econ"
 
@@ -49,26 +49,25 @@ def layer_of(module: str) -> int:
 @functools.cache
 def imports_of(path: Path) -> list[tuple[int, str]]:
     """(line, absolute module) of every import in a file, including inside functions (parsed
-    once per file: the layer and cycle checks share it)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    once per file, ``conftest.module_outline``: the layer and cycle checks share it)."""
     package = (
         module_name(path) if path.name == "__init__.py" else module_name(path).rsplit(".", 1)[0]
     )
     found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            if node.module is None:  # from . import x: x is a module of that package
-                found += [(node.lineno, f"{target}.{alias.name}") for alias in node.names]
-            else:
-                found.append((node.lineno, target))
+    for line, level, module, names in module_outline(path)[0]:
+        if not level and module is None:  # import a.b
+            found += [(line, name) for name in names]
+            continue
+        if level:
+            base = package.split(".")
+            base = base[: len(base) - (level - 1)]
+            target = ".".join(base + ([module] if module else []))
+        else:
+            target = module or ""
+        if module is None:  # from . import x: x is a module of that package
+            found += [(line, f"{target}.{name}") for name in names]
+        else:
+            found.append((line, target))
     return found
 
 

@@ -8,11 +8,11 @@ package's lines.
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 
 import pytest
+from conftest import module_outline, outline
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "inference_econ"
@@ -28,30 +28,29 @@ def line_count(path: Path) -> int:
     return len(path.read_text(encoding="utf-8").splitlines())
 
 
-def oversized(tree: ast.AST) -> list[str]:
-    """The classes and functions of a parsed module over their limits, as 'name (lines)'."""
+def oversized(definitions) -> list[str]:
+    """The classes and functions of a module (its ``conftest.outline`` definitions) over their
+    limits, as 'name (lines)'."""
     found = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            limit = MAX_CLASS_LINES if isinstance(node, ast.ClassDef) else MAX_FUNCTION_LINES
-            lines = node.end_lineno - node.lineno + 1
-            if lines > limit:
-                found.append(f"{node.name} ({lines} lines, limit {limit})")
+    for name, is_class, lines in definitions:
+        limit = MAX_CLASS_LINES if is_class else MAX_FUNCTION_LINES
+        if lines > limit:
+            found.append(f"{name} ({lines} lines, limit {limit})")
     return found
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_modules_classes_and_functions_stay_readable(path):
     assert line_count(path) <= MAX_MODULE_LINES, f"{line_count(path)} lines"
-    assert oversized(ast.parse(path.read_text(encoding="utf-8"))) == []
+    assert oversized(module_outline(path)[1]) == []
 
 
 def test_the_size_check_catches_a_long_function():
     body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
-    assert oversized(ast.parse(f"def f():\n{body}\n")) == [
+    assert oversized(outline(f"def f():\n{body}\n")[1]) == [
         f"f ({MAX_FUNCTION_LINES + 1} lines, limit {MAX_FUNCTION_LINES})"
     ]
-    assert oversized(ast.parse(f"def f():\n{body[: body.rindex(chr(10))]}\n")) == []
+    assert oversized(outline(f"def f():\n{body[: body.rindex(chr(10))]}\n")[1]) == []
 
 
 def room_of(path: Path) -> str:
