@@ -309,19 +309,46 @@ def small_runs(monkeypatch, request):
     replay.clear()
 
 
-@pytest.fixture
-def one_worker_process(monkeypatch):
-    """``studies.execution.process_pool`` (``--jobs N``'s pool of spawned worker processes,
-    studies' and compare-measured's) starting one worker process whatever it is asked: each
-    costs ~0.7 s of CPU to start and import the package, and one runs every batch as several
-    would. Returns the worker counts asked for, in order."""
+class _KeptPool:
+    """A pool given to ``with`` that leaves it running at the block's end (its owner, the
+    fixture ``spawned_worker``, shuts it down)."""
+
+    def __init__(self, pool):
+        self.pool = pool
+
+    def __enter__(self):
+        return self.pool
+
+    def __exit__(self, *exc) -> bool:
+        return False
+
+
+@pytest.fixture(scope="session")
+def spawned_worker():
+    """One spawned worker process (``studies.execution.process_pool(1)``), started once and
+    shared by the tests of ``--jobs`` (studies' and compare-measured's): each start costs
+    ~0.7 s of CPU to spawn and import the package. What a test sends it is computed there as
+    in a new worker (the results are compared with one process's, value for value)."""
     from inference_econ.studies import execution
 
-    real, asked = execution.process_pool, []
+    pool = execution.process_pool(1)
+    yield pool
+    pool.shutdown()
+
+
+@pytest.fixture
+def one_worker_process(monkeypatch, spawned_worker):
+    """``studies.execution.process_pool`` (``--jobs N``'s pool of spawned worker processes,
+    studies' and compare-measured's) giving the one worker process of ``spawned_worker``
+    whatever it is asked: one runs every batch as several would. Returns the worker counts
+    asked for, in order."""
+    from inference_econ.studies import execution
+
+    asked = []
 
     def one_worker(jobs: int):
         asked.append(jobs)
-        return real(1)
+        return _KeptPool(spawned_worker)
 
     monkeypatch.setattr(execution, "process_pool", one_worker)
     return asked
