@@ -395,6 +395,15 @@ def test_compare_measured_csv_and_summary(tmp_path):
     assert "median_abs_error" in result.output and fig.stat().st_size > 10_000
 
 
+def test_comparison_converts_to_a_dataframe_copy_of_its_table():
+    comparison = ie.compare_measured(SAMPLE, assumptions="achievable")
+    df = comparison.to_dataframe()
+    assert df.equals(comparison.table) and len(df) == 7
+    assert {"measured", "predicted", "error", "status"} <= set(df.columns)
+    df.loc[:, "predicted"] = -1.0  # a copy: the comparison's own table is unchanged
+    assert (comparison.table["predicted"].dropna() > 0).all()
+
+
 def test_offline_steady_batch_is_held_to_the_step_token_budget(tmp_path, monkeypatch):
     """A step's token budget counts its decoding requests as well as its prompt tokens
     (TensorRT-LLM ``max_num_tokens``): with gpt-oss-120b's MLPerf lengths (5,011 in, 1,278.2

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -38,6 +39,9 @@ from .predicting import (
     tool_limits_text,
 )
 from .reading import SHARED, MeasuredRow
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Metrics where a larger prediction is better (throughputs, speeds); the rest are times.
 HIGHER = ("throughput", "user_speed", "streams", *DERIVED)
@@ -93,6 +97,24 @@ class Comparison:
     assumptions: str
     engine: str
     source: str
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """The comparison row by row, as the other results convert.
+
+        Returns
+        -------
+        pandas.DataFrame
+            A copy of ``table``: one row per input row, with its measured and predicted values,
+            error and status (``summary`` holds the errors by source, GPU and model).
+
+        Examples
+        --------
+        >>> import inference_econ as ie  # doctest: +SKIP
+        >>> c = ie.compare_measured("examples/measured-rows.csv")  # doctest: +SKIP
+        >>> c.to_dataframe().equals(c.table)  # doctest: +SKIP
+        True
+        """
+        return self.table.copy()  # type: ignore[attr-defined]
 
 
 def _output_rate_twins(rows) -> tuple[list, np.ndarray]:
