@@ -204,6 +204,30 @@ def test_a_run_of_a_sweep_the_tool_cannot_use_is_unresolved_and_the_others_go_on
         load_measured(path)
 
 
+def test_a_corrupt_line_of_an_appended_result_is_its_row_and_the_other_runs_go_on(tmp_path):
+    """``--append-result`` writes one run a line: a line that is not JSON had refused the
+    whole file ("field 'line 2': not valid JSON at line 1"); now it is one unresolved row
+    naming its own line, and every run around it is predicted."""
+    lines = [json.dumps(r) for r in VLLM_SWEEP]
+    path = tmp_path / "appended.json"
+    path.write_text("\n".join([lines[0], "{broken", *lines[1:3], "[1, 2]", *lines[3:]]) + "\n")
+    rows = load_measured(path)
+    bad = [r for r in rows if not r.ok]
+    assert len(rows) == 20 and [r.row for r in bad] == [5, 12]
+    assert bad[0].status == (
+        "unresolved: line 2: not valid JSON: Expecting property name enclosed in double quotes "
+        "(column 2) (write the run again, or delete the line)"
+    )
+    assert bad[1].status.startswith("unresolved: line 5: is [1, 2], not the JSON object of a run")
+    assert sorted({r.concurrency for r in rows if r.ok}) == [1, 2, 4, 8, 16, 32]
+    result = CliRunner().invoke(
+        main, ["compare-measured", str(path), "--assumptions", "achievable", "--engine", "vllm"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "20 rows: 18 ok (read and predicted), 2 unresolved" in result.output
+    assert "at line 1" not in result.output
+
+
 @pytest.mark.parametrize(
     "change, field, said",
     [

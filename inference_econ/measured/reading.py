@@ -503,14 +503,14 @@ def _gpus(raw, where: str) -> int | None:
 
 def _problem(rec: dict, metric, value) -> str:
     """Why a row cannot be resolved before names are looked up ("" if nothing)."""
+    from .result_fields import UNUSABLE
+
+    raw = str(rec["value"])
+    if value is None and raw.startswith(UNUSABLE):  # a result file's row: its reader's reason
+        return raw[len(UNUSABLE) :]
     if metric is None:
         return mn.why_not_read(rec["metric"])
     if value is None:
-        from .result_fields import UNUSABLE
-
-        raw = str(rec["value"])
-        if raw.startswith(UNUSABLE):  # a benchmark tool's result row: its reader's own reason
-            return raw[len(UNUSABLE) :]
         return f"value {raw!r} is not a number"
     unit = str(rec["unit"]).lower()
     if "unclear" in unit or unit.endswith("?"):

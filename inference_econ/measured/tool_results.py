@@ -3,9 +3,11 @@ CSV format"), so ``compare-measured`` and ``calibrate`` read them directly.
 
 Read, recognised by their content (not their name):
 
-* ``vllm bench serve --save-result`` JSON (one run, or one per line with ``--append-result``):
-  the keys of ``vllm/benchmarks/serve.py`` (``completed``, ``output_throughput``,
-  ``mean_tpot_ms``, ``request_rate``, ``max_concurrency``, ...);
+* ``vllm bench serve --save-result`` JSON (one run, or one per line with ``--append-result``,
+  where a line after the first that holds no run, not JSON or not an object, is one row
+  unresolved with its line and reason, ``UnreadLine``): the keys of
+  ``vllm/benchmarks/serve.py`` (``completed``, ``output_throughput``, ``mean_tpot_ms``,
+  ``request_rate``, ``max_concurrency``, ...);
 * ``aiperf profile`` ``profile_export_aiperf.json``: its metrics (``{"unit", "avg", ...}``)
   and ``input_config`` (the phase's concurrency or request rate);
 * InferenceX's run summaries, one or a JSON list of them (``inferencex``), which name their
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -40,6 +43,7 @@ from ..errors import SpecError, short
 from ..specs.inputs import NotJSON, parse_json, read_json, read_text
 from .inferencex import inferencex_rows, is_inferencex
 from .result_fields import (
+    UNUSABLE,
     Unusable,
     checked,
     number,
@@ -79,6 +83,9 @@ def tool_frame(path) -> pd.DataFrame | None:
     parts, completed = [], False
     for i, run in enumerate(runs):
         at = f"run {i + 1}." if len(runs) > 1 else ""  # a field's name in the file's errors
+        if isinstance(run, UnreadLine):  # its row, once the file's other rows name the tool
+            parts.append(run)
+            continue
         if listed:  # InferenceX's collected summaries, named by their index
             if i and not (isinstance(run, dict) and is_inferencex(run)):
                 raise SpecError(str(path), f"[{i}]", f"is {short(run)}, not an InferenceX run "
@@ -100,13 +107,19 @@ def tool_frame(path) -> pd.DataFrame | None:
         raise SpecError(
             str(path), "", "the result file holds no completed run", "rerun the benchmark"
         )
-    rows = [row for part in parts for row in part]
+    group = next((p[0]["source_group"] for p in parts if p and isinstance(p, list)), path.name)
+    rows = [
+        row
+        for part in parts
+        for row in (part.rows(path, group) if isinstance(part, UnreadLine) else part)
+    ]
     return pd.DataFrame(rows).fillna("").astype(str)
 
 
 def _json_runs(text: str, path: Path):
     """One JSON object, a list of them (InferenceX's collected summaries), or one per line
-    (vLLM's --append-result); None: not JSON objects.
+    (vLLM's --append-result: a later line that holds no run is an ``UnreadLine``); None: not
+    JSON objects.
     JSON the parser cannot take (nested too deeply) is one error (``inputs.parse_json``)."""
     try:
         data = parse_json(text, str(path))
@@ -115,20 +128,52 @@ def _json_runs(text: str, path: Path):
         return [data] if isinstance(data, dict) else None
     except NotJSON:
         pass
-    runs = []
+    runs: list = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
             data = parse_json(line, str(path), f"line {n}")
-        except NotJSON:
+        except NotJSON as exc:
             if not runs:
                 return None
-            raise
+            runs.append(UnreadLine(n, f"not valid JSON: {exc.detail}"))
+            continue
         if not isinstance(data, dict):
-            return None
+            if not runs:
+                return None
+            runs.append(UnreadLine(n, f"is {short(data)}, not the JSON object of a run"))
+            continue
         runs.append(data)
     return runs or None
+
+
+@dataclass(frozen=True)
+class UnreadLine:
+    """A line of a JSON-lines result file (``--append-result``) that holds no run: its row is
+    unresolved with the reason, and the file's other runs go on."""
+
+    line: int
+    problem: str
+
+    def rows(self, path: Path, group: str) -> list:
+        """Its one row, in the measured CSV's columns, grouped with the file's other rows."""
+        text = (
+            f"{UNUSABLE}line {self.line}: {self.problem} (write the run again, or delete the line)"
+        )
+        return [
+            {
+                "source": f"{path.name} line {self.line}",
+                "source_group": group,
+                "model": "",
+                "hardware": "",
+                "n_gpus": "",
+                "metric": "",
+                "unit": "",
+                "value": text,
+                "notes": text[len(UNUSABLE) :],
+            }
+        ]
 
 
 def _unknown(path: Path, i: int):

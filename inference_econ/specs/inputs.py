@@ -259,7 +259,10 @@ def _surrogate_error(source: str, field: str) -> SpecError:
 class NotJSON(SpecError):
     """Text that is not JSON at all (a syntax error), as opposed to JSON the parser cannot
     take (nested too deeply, an integer of too many digits): a reader that also accepts other
-    formats tries them on this one only."""
+    formats tries them on this one only. ``detail``: the parser's words and the column, for a
+    reader that names the line itself (one line of a JSON-lines file)."""
+
+    detail = ""
 
 
 def parse_json(text: str, source: str, field: str = "") -> Any:
@@ -269,7 +272,9 @@ def parse_json(text: str, source: str, field: str = "") -> Any:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise NotJSON(source, field, f"not valid JSON at line {exc.lineno}: {exc.msg}") from None
+        error = NotJSON(source, field, f"not valid JSON at line {exc.lineno}: {exc.msg}")
+        error.detail = f"{exc.msg} (column {exc.colno})"
+        raise error from None
     except RecursionError:
         raise SpecError(
             source, field, "not valid JSON: nested too deeply", "flatten the file"
