@@ -477,12 +477,12 @@ def test_a_plain_vllm_result_says_what_it_lacks_and_how_to_give_it(tmp_path):
     assert result.exit_code == 2  # no row could be read: bad input, after each row's reason
     assert (
         "n_gpus 'n/a' is not stated and hardware is not either: give --hardware NAME "
-        "--gpus N (3)" in result.stderr
+        "--gpus N (7)" in result.stderr
     )
     assert (
         result.stderr.strip()
         .splitlines()[-1]
-        .startswith(f"error: {path}: no row could be read: all 3 rows are unresolved, row ")
+        .startswith(f"error: {path}: no row could be read: all 7 rows are unresolved, row ")
     )
     gpus_only = CliRunner().invoke(main, ["compare-measured", str(path), "--gpus", "8"])
     assert "hardware 'not stated' is not disclosed: give --hardware NAME" in gpus_only.stderr
@@ -493,9 +493,18 @@ def test_a_plain_vllm_result_says_what_it_lacks_and_how_to_give_it(tmp_path):
     }
     given = ["--hardware", "H100", "--gpus", "8", "--precision", "FP8", "--format", "csv"]
     result = CliRunner().invoke(main, ["compare-measured", str(path), *given])
-    assert result.exit_code == 0 and "3 rows: 3 ok" in result.stderr
-    table = ie.compare_measured(path, hardware="H100", gpus=8, precision="FP8").table
-    assert (table.status == "ok").all() and (table.hardware == "H100-SXM").all()
+    assert result.exit_code == 0
+    assert "7 rows: 4 out of scope, 3 ok (read and predicted)" in result.stderr  # (paper)
+    table = ie.compare_measured(
+        path, assumptions="achievable", hardware="H100", gpus=8, precision="FP8"
+    ).table
+    predicted = ["throughput", "mean_TPOT", "ITL_mean", "mean_TTFT", "p99_TTFT"]
+    assert list(table.metric) == [*predicted, "mean_e2el", "p99_e2el"]  # TTFT had been dropped
+    assert list(table.status[:5]) == ["ok"] * 5 and (table.hardware == "H100-SXM").all()
+    assert list(table.status[5:]) == [
+        f"out of scope: the model does not predict {m} in the closed_loop scenario"
+        for m in ("mean_e2el", "p99_e2el")
+    ]
     assert (table.n_gpus == 8).all()
 
 

@@ -74,6 +74,21 @@ def _statuses(path: Path) -> dict[str, str]:
     return {r.metric_text: r.status for r in load_measured(path)}
 
 
+#: The rows of one ``vllm bench serve`` run, in order: the end-to-end latencies listed with
+#: the model's reason (out of scope in a closed loop).
+VLLM_ROWS = [
+    "throughput",
+    "mean_TPOT",
+    "ITL_mean",
+    "mean_TTFT",
+    "p99_TTFT",
+    "mean_e2el",
+    "p99_e2el",
+]
+#: The rows of a run the model predicts.
+PREDICTED = VLLM_ROWS[:5]
+
+
 # --- a field of the wrong type: the file's error ------------------------------------------------
 @pytest.mark.parametrize(
     "field, value",
@@ -135,7 +150,7 @@ def test_a_metric_the_run_cannot_use_is_its_row_unresolved_not_dropped(tmp_path)
     """output_throughput -100 printed "2 rows: 2 ok": the throughput row was gone."""
     path = _vllm(tmp_path, output_throughput=-100)
     got = _statuses(path)
-    assert list(got) == ["throughput", "mean_TPOT", "ITL_mean"]
+    assert list(got) == VLLM_ROWS
     assert got["throughput"].startswith("unresolved: output_throughput is -100 (expected a")
     assert "not a number" not in got["throughput"]  # the reader's own reason, not the cell's
     assert got["mean_TPOT"] == got["ITL_mean"] == "ok"
@@ -143,7 +158,7 @@ def test_a_metric_the_run_cannot_use_is_its_row_unresolved_not_dropped(tmp_path)
         main, ["compare-measured", str(path), "--assumptions", "achievable", "--engine", "vllm"]
     )
     assert result.exit_code == 0, result.output
-    assert "3 rows: 2 ok (read and predicted), 1 unresolved" in result.output
+    assert "7 rows: 4 ok (read and predicted), 2 out of scope, 1 unresolved" in result.output
     assert "output_throughput is -100" in result.output
     nan = _statuses(_vllm(tmp_path, name="nan.json", mean_tpot_ms=float("nan")))  # NaN in JSON
     assert "mean_tpot_ms is nan (expected a finite number > 0)" in nan["mean_TPOT"]
@@ -170,7 +185,7 @@ def test_a_length_or_load_the_run_cannot_use_makes_its_rows_unresolved(
     tmp_path, base, field, value, said
 ):
     got = _statuses(_vllm(tmp_path, base, **{field: value}))
-    assert list(got) == ["throughput", "mean_TPOT", "ITL_mean"]
+    assert list(got) == VLLM_ROWS
     for status in got.values():
         assert status.startswith("unresolved: ") and f"{field} {said}" in status, status
 
@@ -181,19 +196,19 @@ def test_request_rate_inf_is_every_request_at_once_and_reads_its_concurrency(tmp
     assert VLLM_CONCURRENCY["request_rate"] == "inf"
     for name, rate in (("text.json", "inf"), ("number.json", float("inf"))):
         rows = load_measured(_vllm(tmp_path, name=name, request_rate=rate))
-        assert [r.status for r in rows] == ["ok"] * 3
+        assert [r.status for r in rows if r.metric_text in PREDICTED] == ["ok"] * 5
         assert {r.concurrency for r in rows} == {8}
 
 
 def test_a_run_of_a_sweep_the_tool_cannot_use_is_unresolved_and_the_others_go_on(tmp_path):
     rows = load_measured(_sweep(tmp_path, 2, total_input_tokens=0))
-    assert len(rows) == 18
+    assert len(rows) == 42
     bad = [r for r in rows if not r.ok]
-    assert [r.row for r in bad] == [8, 9, 10]  # run 3's rows, in their place
+    assert [r.row for r in bad] == list(range(16, 23))  # run 3's rows, in their place
     assert all("run 3.total_input_tokens is 0" in r.status for r in bad)
     # a run that completed no request was left out in silence beside the others
     rows = load_measured(_sweep(tmp_path, 2, completed=0))
-    assert len(rows) == 18 and sum(r.ok for r in rows) == 15
+    assert len(rows) == 42 and sum(r.ok for r in rows) == 35
     bad = [r for r in rows if not r.ok]
     assert all("run 3.completed is 0: the run completed no request" in r.status for r in bad)
     # no run completed a request: the file's one error, as before
@@ -213,7 +228,7 @@ def test_a_corrupt_line_of_an_appended_result_is_its_row_and_the_other_runs_go_o
     path.write_text("\n".join([lines[0], "{broken", *lines[1:3], "[1, 2]", *lines[3:]]) + "\n")
     rows = load_measured(path)
     bad = [r for r in rows if not r.ok]
-    assert len(rows) == 20 and [r.row for r in bad] == [5, 12]
+    assert len(rows) == 44 and [r.row for r in bad] == [9, 24]
     assert bad[0].status == (
         "unresolved: line 2: not valid JSON: Expecting property name enclosed in double quotes "
         "(column 2) (write the run again, or delete the line)"
@@ -224,7 +239,7 @@ def test_a_corrupt_line_of_an_appended_result_is_its_row_and_the_other_runs_go_o
         main, ["compare-measured", str(path), "--assumptions", "achievable", "--engine", "vllm"]
     )
     assert result.exit_code == 0, result.output
-    assert "20 rows: 18 ok (read and predicted), 2 unresolved" in result.output
+    assert "44 rows: 30 ok (read and predicted), 12 out of scope, 2 unresolved" in result.output
     assert "at line 1" not in result.output
 
 

@@ -7,7 +7,9 @@ Read, recognised by their content (not their name):
   where a line after the first that holds no run, not JSON or not an object, is one row
   unresolved with its line and reason, ``UnreadLine``): the keys of
   ``vllm/benchmarks/serve.py`` (``completed``, ``output_throughput``, ``mean_tpot_ms``,
-  ``request_rate``, ``max_concurrency``, ...);
+  ``request_rate``, ``max_concurrency``, ...), a row for each figure of ``VLLM_METRICS`` the run
+  states (its TTFTs and end-to-end latencies too: the model's reason lists those it does not
+  predict, as InferenceX's are);
 * ``aiperf profile`` ``profile_export_aiperf.json``: its metrics (``{"unit", "avg", ...}``)
   and ``input_config`` (the phase's concurrency or request rate);
 * InferenceX's run summaries, one or a JSON list of them (``inferencex``), which name their
@@ -337,11 +339,17 @@ def _loop(concurrency, rate, req_per_s, e2e_s) -> tuple[str, str]:
     )
 
 
-#: vLLM's figures the rows are: (metric, key, unit).
+#: vLLM's figures the rows are: (metric, key, unit), named as a measured CSV names them. The
+#: end-to-end latencies are listed as the model reads them: out of scope in a closed loop,
+#: with that reason (InferenceX's summaries list theirs alike).
 VLLM_METRICS = (
     ("throughput", "output_throughput", "tokens/s"),
     ("mean_TPOT", "mean_tpot_ms", "ms"),
     ("ITL_mean", "mean_itl_ms", "ms"),
+    ("mean_TTFT", "mean_ttft_ms", "ms"),
+    ("p99_TTFT", "p99_ttft_ms", "ms"),
+    ("mean_e2el", "mean_e2el_ms", "ms"),
+    ("p99_e2el", "p99_e2el_ms", "ms"),
 )
 #: vLLM's figures of a run's lengths and load, and how ``number`` reads each.
 VLLM_RUN = {
