@@ -107,7 +107,7 @@ _EXPORTS = {
     "Targets": ("load.targets", "Targets"),
     "Traffic": ("load.arrivals", "Traffic"),
     "make_traffic": ("load.arrivals", "make_traffic"),
-    "load_trace": ("load.arrivals", "load_trace"),
+    "load_trace": ("load.trace_file", "load_trace"),
     "Deployment": ("load.deployment", "Deployment"),
     "EngineConfig": ("load.engine", "EngineConfig"),
     "LoadResult": ("load.results", "LoadResult"),

@@ -31,20 +31,16 @@ import numbers
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 import numpy as np
 
 from ..errors import SpecError, plural, short
-from ..settings import check_each, option
-from ..specs.inputs import LeftOut, csv_rows, left_out, row_cells
-from ..specs.schema import check_number
-from .lengths import MAX_TOKENS, Lengths, parse_lengths
+from ..settings import check_each
+from .lengths import Lengths, parse_lengths
 from .sessions import session_rows
+from .trace_file import Trace, load_trace
 
-TRACE_COLUMNS = ("arrival_time_s", "prompt_tokens", "output_tokens")
-#: Optional trace columns of shared prefixes and sessions (§E9).
-SHARING_COLUMNS = ("session_id", "prefix_id", "prefix_tokens")
 #: How requests arrive: a Poisson stream, or a trace file's times.
 ArrivalProcess = Literal["poisson", "trace"]
 PROCESSES: tuple[ArrivalProcess, ...] = get_args(ArrivalProcess)
@@ -106,198 +102,6 @@ class Arrivals:
 
     def __len__(self) -> int:
         return len(self.arrival_s)
-
-
-@dataclass(frozen=True, eq=False)
-class Trace:
-    """The requests of a trace file, sorted by arrival."""
-
-    path: str
-    arrival_s: np.ndarray
-    prompt_tokens: np.ndarray
-    output_tokens: np.ndarray
-    #: The optional sharing columns (-1, or 0 tokens, where a row gives none).
-    session_id: np.ndarray | None = None
-    prefix_id: np.ndarray | None = None
-    prefix_tokens: np.ndarray | None = None
-    #: The rows left out because they could not be read (None: every row was read).
-    left_out: LeftOut | None = None
-
-    @property
-    def shares(self) -> bool:
-        """The trace gives sessions or shared prefixes."""
-        return self.session_id is not None or self.prefix_id is not None
-
-    @property
-    def rate_per_s(self) -> float:
-        """Mean arrival rate: requests after the first over the time they span."""
-        span = float(self.arrival_s[-1] - self.arrival_s[0])
-        return (len(self.arrival_s) - 1) / span if span > 0 else math.inf
-
-
-#: The latest arrival a trace may give (about 32 years): arrival times stay exact to well
-#: under a microsecond, so latencies measured between them keep their digits.
-MAX_ARRIVAL_S = 1e9
-
-
-_TIME: dict[str, Any] = dict(minimum=0, maximum=MAX_ARRIVAL_S, unit="seconds")
-_TOKENS: dict[str, Any] = dict(minimum=1, maximum=MAX_TOKENS, integer=True, unit="tokens")
-
-
-def _trace_row(
-    cells: list[str], at: list[int], width: int, extra: list[str], path: str, line: int
-) -> list[float]:
-    """One row of a trace (``at``: where its columns are among the header's ``width``), each
-    cell checked by the one number checker (specs/schema.py); a SpecError names the line."""
-    where = f"{path}: line {line}"
-    texts = row_cells(path, line, cells, width, at)
-    row = [float(check_number(texts[0], where, TRACE_COLUMNS[0], **_TIME))]
-    row += [
-        float(check_number(t, where, c, **_TOKENS)) for t, c in zip(texts[1:3], TRACE_COLUMNS[1:])
-    ]
-    row += [_id_cell(t, c, where) for t, c in zip(texts[3:], extra)]
-    if "prefix_tokens" in extra and row[3 + extra.index("prefix_tokens")] > row[1]:
-        raise SpecError(
-            where,
-            "prefix_tokens",
-            f"is {row[3 + extra.index('prefix_tokens')]:g}, more than the prompt's {row[1]:g} "
-            "tokens",
-            "a shared prefix is part of the prompt",
-        )
-    return row
-
-
-def _one_length_a_prefix(source: str, ids, tokens, lines) -> None:
-    """Refuse a shared prefix named with two lengths: one ``prefix_id`` is one cached text, so
-    its rows' ``prefix_tokens`` agree (the cache keeps one length a prefix; the rows' order
-    would pick which)."""
-    if ids is None or tokens is None:
-        return
-    shared = ids >= 0
-    if not shared.any():
-        return
-    order = np.lexsort((tokens[shared], ids[shared]))
-    i, t, at = ids[shared][order], tokens[shared][order], lines[shared][order]
-    clash = np.flatnonzero((i[1:] == i[:-1]) & (t[1:] != t[:-1]))
-    if len(clash):
-        k = clash[0]
-        first, second = sorted((int(at[k]), int(at[k + 1])))
-        raise SpecError(
-            f"{source}: line {second}",
-            "prefix_tokens",
-            f"prefix_id {i[k]} is {t[k]:,} tokens in one row and {t[k + 1]:,} in another "
-            f"(lines {first} and {second})",
-            "give each shared prefix one length (a prefix of another length is another prefix_id)",
-        )
-
-
-def _two_rows(source: str, rows: int, problems: list[tuple[int, SpecError]]) -> None:
-    """Refuse a trace of fewer than 2 request rows: where its row was refused, that row's
-    line and field first, then the count rule."""
-    if rows < 2 and problems:
-        first = problems[0][1]
-        fix = f"{first.fix}; a trace also needs at least 2 request rows, and it has {rows}"
-        raise SpecError(first.source, first.field, first.problem, fix)
-    if rows < 2:
-        counted = f"has {rows} request {plural(rows, 'row')}"
-        raise SpecError(source, "", counted, "a trace needs at least 2")
-
-
-def load_trace(path) -> Trace:
-    """Read and validate a trace CSV (columns ``arrival_time_s``, ``prompt_tokens``,
-    ``output_tokens``) through the input boundary (a regular UTF-8 file of bounded size);
-    errors name the file, the line and the column.
-
-    Parameters
-    ----------
-    path : str or path
-        The CSV; optional columns ``session_id``, ``prefix_id`` and ``prefix_tokens`` give
-        sessions and shared prefixes (§E9).
-
-    Returns
-    -------
-    Trace
-        Arrival times, prompt and output tokens (arrays), and the sharing columns if given.
-
-    Raises
-    ------
-    SpecError
-        An unreadable file, a missing column, or no readable row.
-
-    Examples
-    --------
-    >>> import inference_econ as ie
-    >>> trace = ie.load_trace("examples/trace.csv")  # from the repository's root
-    >>> len(trace.arrival_s), round(trace.rate_per_s, 2)
-    (174, 3.2)
-    """
-    if isinstance(path, Trace):
-        return path
-    source = str(path)
-    header, lines = csv_rows(path)
-    missing = [c for c in TRACE_COLUMNS if c not in header]
-    if missing:
-        raise SpecError(
-            source,
-            missing[0],
-            "missing column",
-            f"the header must name {', '.join(TRACE_COLUMNS)}",
-        )
-    extra = [c for c in SHARING_COLUMNS if c in header]
-    if ("prefix_id" in extra) != ("prefix_tokens" in extra):
-        have, lack = ("prefix_id", "prefix_tokens")[:: 1 if "prefix_id" in extra else -1]
-        raise SpecError(source, lack, "missing column", f"{have} needs {lack}")
-    at = [header.index(c) for c in TRACE_COLUMNS + tuple(extra)]
-    rows, problems = [], []
-    for line, cells in lines:
-        try:  # each row with its line, last
-            rows.append([*_trace_row(cells, at, len(header), extra, source, line), line])
-        except SpecError as exc:
-            problems.append((line, exc))
-    _two_rows(source, len(lines), problems)
-    skipped = left_out(source, "trace row", len(lines), problems, need=2)
-    data = np.asarray(rows, dtype=float)
-    order = np.argsort(data[:, 0], kind="stable")
-    data = data[order]
-    span = float(data[-1, 0] - data[0, 0])
-    most = option("arrival_rate_per_s").maximum  # the most --rate a simulation takes
-    assert most is not None  # (the settings table gives it)
-    if span > 0 and (len(data) - 1) / span > most:  # (a span of 0 is a burst: all at once)
-        raise SpecError(
-            source,
-            "arrival_time_s",
-            f"spans {span:g} s for {len(data):,} requests: {(len(data) - 1) / span:.3g} "
-            f"requests/s, more than the {most:g} the toolkit simulates",
-            "give the arrival times in seconds (a burst: every request at the same time)",
-        )
-    cols = {c: data[:, 3 + k].astype(np.int64) for k, c in enumerate(extra)}
-    _one_length_a_prefix(source, cols.get("prefix_id"), cols.get("prefix_tokens"), data[:, -1])
-    return Trace(
-        source,
-        data[:, 0],
-        data[:, 1].astype(np.int64),
-        data[:, 2].astype(np.int64),
-        cols.get("session_id"),
-        cols.get("prefix_id"),
-        cols.get("prefix_tokens"),
-        skipped,
-    )
-
-
-#: Largest session or prefix id a trace may give (ids are whole numbers; blank: none).
-MAX_ID = 2**53  # exact as a float
-
-
-def _id_cell(text: str, column: str, where: str) -> float:
-    """A sharing cell: a whole number >= 0, blank for none (-1; 0 tokens of prefix)."""
-    if not text:
-        return 0.0 if column == "prefix_tokens" else -1.0
-    bounds = (
-        _TOKENS | dict(minimum=0)
-        if column == "prefix_tokens"
-        else dict(minimum=0, maximum=MAX_ID, integer=True)
-    )
-    return float(check_number(text, where, column, **bounds))
 
 
 #: How a closed loop's traffic is described (``Traffic.describe``; ``LoadResult.closed_loop``).
