@@ -242,6 +242,27 @@ def test_a_trace_of_one_good_row_says_the_count_rule(tmp_path):
         load_trace(_trace(tmp_path, "0,100,100"))
 
 
+@pytest.mark.parametrize("shape", ["lines", "list"])
+def test_a_json_trace_is_refused_as_json_naming_the_file_and_the_csv_it_needs(tmp_path, shape):
+    """Each line held the columns as keys, yet the refusal had said "missing column (the
+    header must name arrival_time_s, ...)" of the CSV header it read."""
+    import json
+
+    rows = [
+        {"arrival_time_s": k * 0.5, "prompt_tokens": 300, "output_tokens": 50} for k in range(4)
+    ]
+    path = tmp_path / "trace.jsonl"
+    path.write_text("\n".join(map(json.dumps, rows)) if shape == "lines" else json.dumps(rows))
+    line = _error_line(
+        _cli("simulate", "Llama 3.1 8B", "-H", "H100", "--gpus", "1", "--trace", str(path))
+    )
+    assert line == (
+        f"{path}: is JSON (one object a line, or a list), not a CSV: a trace is a CSV file (write "
+        "it as a CSV whose header names arrival_time_s, prompt_tokens, output_tokens, one row "
+        "per request, as examples/trace.csv is)"
+    )
+
+
 # --- what --max-batch caps under attention data parallelism ---------------------------------
 
 

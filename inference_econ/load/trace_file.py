@@ -150,6 +150,14 @@ def load_trace(path) -> Trace:
     source = str(path)
     header, lines = csv_rows(path)
     missing = [c for c in TRACE_COLUMNS if c not in header]
+    if missing and header and header[0].lstrip().startswith(("{", "[")):
+        raise SpecError(
+            source,
+            "",
+            "is JSON (one object a line, or a list), not a CSV: a trace is a CSV file",
+            f"write it as a CSV whose header names {', '.join(TRACE_COLUMNS)}, one row per "
+            "request, as examples/trace.csv is",
+        )
     if missing:
         raise SpecError(
             source,
