@@ -323,6 +323,39 @@ def test_a_shared_prefix_named_with_two_lengths_is_refused(tmp_path):
     assert len(load_trace(path).arrival_s) == 40
 
 
+def _session_trace(path, session, prefix) -> None:
+    """40 sessions of 3 turns (a turn 2 s after the one before), named by ``session(s)``, each
+    starting with one of 3 system prompts of 1,000 tokens named by ``prefix(s)``."""
+    lines = ["arrival_time_s,prompt_tokens,output_tokens,session_id,prefix_id,prefix_tokens"]
+    for s in range(40):
+        for turn in range(3):
+            row = f"{0.3 * s + 2 * turn:.3f},{1200 + 150 * turn},100,{session(s)},{prefix(s)},1000"
+            lines.append(row)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_a_trace_names_sessions_and_prefixes_by_any_text(llama8b, tmp_path):
+    """Real traces name sessions by strings ("s0", UUIDs): every row had been refused
+    ("expected a number, got 's0'; none of its 120 trace rows can be read"). Each distinct
+    id is numbered in the order it first appears, so the trace runs as its numbered twin."""
+    import uuid
+
+    texts, numbers = tmp_path / "texts.csv", tmp_path / "numbers.csv"
+    names = [str(uuid.UUID(int=7919 * s + 1)) for s in range(40)]
+    _session_trace(texts, lambda s: names[s], lambda s: f"sys-{(s + 2) % 3}")
+    _session_trace(numbers, lambda s: s, lambda s: s % 3)  # the order "sys-2" first appears
+    a, b = load_trace(texts), load_trace(numbers)
+    assert list(a.session_id[:4]) == [0, 1, 2, 3] and list(a.prefix_id[:4]) == [0, 1, 2, 0]
+    for column in ("session_id", "prefix_id", "prefix_tokens", "prompt_tokens"):
+        assert (getattr(a, column) == getattr(b, column)).all(), column
+    run = dict(gpus=1, instances=2, router="prefix_aware")
+    hit = [ie.simulate_load(llama8b, trace=str(p), **run).prefix_hit_rate for p in (texts, numbers)]
+    assert hit[0] == hit[1] > 0.5
+    texts.write_text(texts.read_text().replace("sys-2,1000", "sys-2,900", 1))
+    with pytest.raises(SpecError, match="prefix_id 'sys-2' is 900 tokens in one row and 1,000"):
+        load_trace(texts)
+
+
 def test_sessions_that_outgrow_the_deployment_read_as_unstable():
     """A session's later turn is sent only after the answer before it, so an overloaded run's
     last arrivals come after its backlog drained: 20 req/s of 4-turn sessions on one H100

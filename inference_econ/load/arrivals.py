@@ -10,7 +10,8 @@ A trace is a CSV file with a header and one row per request:
 Rows may come in any order (they are sorted by arrival); other columns are ignored, but three
 optional ones describe what prompts share (§E9): ``session_id`` (the rows of one conversation:
 a row's prompt continues the previous row's prompt and answer when it is at least that long),
-``prefix_id`` and ``prefix_tokens`` (a shared system prompt the prompt starts with). A
+``prefix_id`` and ``prefix_tokens`` (a shared system prompt the prompt starts with); an id is
+any text or whole number (``load.trace_file`` reads the file). A
 deployment of ``K`` instances behind a load balancer that sends each request to a random
 instance gives every instance a thinned stream: a Poisson process of rate ``rate / K``, or each
 trace row with probability ``1 / K``. One instance is simulated; the others see statistically

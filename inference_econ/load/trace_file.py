@@ -30,7 +30,8 @@ class Trace:
     arrival_s: np.ndarray
     prompt_tokens: np.ndarray
     output_tokens: np.ndarray
-    #: The optional sharing columns (-1, or 0 tokens, where a row gives none).
+    #: The optional sharing columns (-1, or 0 tokens, where a row gives none); text ids
+    #: numbered from 0 in the order they first appear in the file (``_ids``).
     session_id: np.ndarray | None = None
     prefix_id: np.ndarray | None = None
     prefix_tokens: np.ndarray | None = None
@@ -60,31 +61,35 @@ _TOKENS: dict[str, Any] = dict(minimum=1, maximum=MAX_TOKENS, integer=True, unit
 
 def _trace_row(
     cells: list[str], at: list[int], width: int, extra: list[str], path: str, line: int
-) -> list[float]:
-    """One row of a trace (``at``: where its columns are among the header's ``width``), each
-    cell checked by the one number checker (specs/schema.py); a SpecError names the line."""
+) -> tuple[list[float], list[str]]:
+    """One row of a trace (``at``: where its columns are among the header's ``width``): its
+    numbers, each cell checked by the one number checker (specs/schema.py), and the text of
+    its ``ID_COLUMNS`` (``_ids`` reads them once every row is read); a SpecError names the
+    line."""
     where = f"{path}: line {line}"
     texts = row_cells(path, line, cells, width, at)
     row = [float(check_number(texts[0], where, TRACE_COLUMNS[0], **_TIME))]
     row += [
         float(check_number(t, where, c, **_TOKENS)) for t, c in zip(texts[1:3], TRACE_COLUMNS[1:])
     ]
-    row += [_id_cell(t, c, where) for t, c in zip(texts[3:], extra)]
-    if "prefix_tokens" in extra and row[3 + extra.index("prefix_tokens")] > row[1]:
-        raise SpecError(
-            where,
-            "prefix_tokens",
-            f"is {row[3 + extra.index('prefix_tokens')]:g}, more than the prompt's {row[1]:g} "
-            "tokens",
-            "a shared prefix is part of the prompt",
-        )
-    return row
+    given = dict(zip(extra, texts[3:]))
+    if "prefix_tokens" in given:
+        prefix = _prefix_tokens(given["prefix_tokens"], where)
+        if prefix > row[1]:
+            raise SpecError(
+                where,
+                "prefix_tokens",
+                f"is {prefix:g}, more than the prompt's {row[1]:g} tokens",
+                "a shared prefix is part of the prompt",
+            )
+        row.append(prefix)
+    return row, [given[c] for c in ID_COLUMNS if c in given]
 
 
-def _one_length_a_prefix(source: str, ids, tokens, lines) -> None:
+def _one_length_a_prefix(source: str, ids, tokens, lines, names=None) -> None:
     """Refuse a shared prefix named with two lengths: one ``prefix_id`` is one cached text, so
     its rows' ``prefix_tokens`` agree (the cache keeps one length a prefix; the rows' order
-    would pick which)."""
+    would pick which). ``names``: the ids' texts, where the trace gives text ids (``_ids``)."""
     if ids is None or tokens is None:
         return
     shared = ids >= 0
@@ -99,7 +104,8 @@ def _one_length_a_prefix(source: str, ids, tokens, lines) -> None:
         raise SpecError(
             f"{source}: line {second}",
             "prefix_tokens",
-            f"prefix_id {i[k]} is {t[k]:,} tokens in one row and {t[k + 1]:,} in another "
+            f"prefix_id {i[k] if names is None else repr(names[i[k]])} is {t[k]:,} tokens in "
+            f"one row and {t[k + 1]:,} in another "
             f"(lines {first} and {second})",
             "give each shared prefix one length (a prefix of another length is another prefix_id)",
         )
@@ -126,7 +132,8 @@ def load_trace(path) -> Trace:
     ----------
     path : str or path
         The CSV; optional columns ``session_id``, ``prefix_id`` and ``prefix_tokens`` give
-        sessions and shared prefixes (§E9).
+        sessions and shared prefixes (§E9). A session or prefix id is any text (``s0``, a
+        UUID; blank: none), numbered in the order it first appears.
 
     Returns
     -------
@@ -169,31 +176,19 @@ def load_trace(path) -> Trace:
     if ("prefix_id" in extra) != ("prefix_tokens" in extra):
         have, lack = ("prefix_id", "prefix_tokens")[:: 1 if "prefix_id" in extra else -1]
         raise SpecError(source, lack, "missing column", f"{have} needs {lack}")
-    at = [header.index(c) for c in TRACE_COLUMNS + tuple(extra)]
-    rows, problems = [], []
-    for line, cells in lines:
-        try:  # each row with its line, last
-            rows.append([*_trace_row(cells, at, len(header), extra, source, line), line])
-        except SpecError as exc:
-            problems.append((line, exc))
-    _two_rows(source, len(lines), problems)
-    skipped = left_out(source, "trace row", len(lines), problems, need=2)
-    data = np.asarray(rows, dtype=float)
+    data, texts, skipped = _rows(source, header, lines, extra)
     order = np.argsort(data[:, 0], kind="stable")
     data = data[order]
-    span = float(data[-1, 0] - data[0, 0])
-    most = option("arrival_rate_per_s").maximum  # the most --rate a simulation takes
-    assert most is not None  # (the settings table gives it)
-    if span > 0 and (len(data) - 1) / span > most:  # (a span of 0 is a burst: all at once)
-        raise SpecError(
-            source,
-            "arrival_time_s",
-            f"spans {span:g} s for {len(data):,} requests: {(len(data) - 1) / span:.3g} "
-            f"requests/s, more than the {most:g} the toolkit simulates",
-            "give the arrival times in seconds (a burst: every request at the same time)",
-        )
-    cols = {c: data[:, 3 + k].astype(np.int64) for k, c in enumerate(extra)}
-    _one_length_a_prefix(source, cols.get("prefix_id"), cols.get("prefix_tokens"), data[:, -1])
+    named = [c for c in ID_COLUMNS if c in extra]  # numbered in file order, then sorted
+    ids = {c: _ids([t[k] for t in texts]) for k, c in enumerate(named)}
+    _within_rate(source, data[:, 0])
+    cols = {c: numbered[order] for c, (numbered, _) in ids.items()}
+    if "prefix_tokens" in extra:
+        cols["prefix_tokens"] = data[:, 3].astype(np.int64)
+    names = ids["prefix_id"][1] if "prefix_id" in ids else None
+    _one_length_a_prefix(
+        source, cols.get("prefix_id"), cols.get("prefix_tokens"), data[:, -1], names
+    )
     return Trace(
         source,
         data[:, 0],
@@ -206,17 +201,72 @@ def load_trace(path) -> Trace:
     )
 
 
-#: Largest session or prefix id a trace may give (ids are whole numbers; blank: none).
-MAX_ID = 2**53  # exact as a float
+def _rows(source: str, header: list, lines: list, extra: list) -> tuple:
+    """(numbers of the rows read, each with its line last; their ids' texts; the rows left
+    out): a row that cannot be read is left out with its line and reason (fewer than 2 read
+    is the file's error)."""
+    at = [header.index(c) for c in TRACE_COLUMNS + tuple(extra)]
+    rows, texts, problems = [], [], []
+    for line, cells in lines:
+        try:
+            row, ids = _trace_row(cells, at, len(header), extra, source, line)
+        except SpecError as exc:
+            problems.append((line, exc))
+            continue
+        rows.append([*row, line])
+        texts.append(ids)
+    _two_rows(source, len(lines), problems)
+    skipped = left_out(source, "trace row", len(lines), problems, need=2)
+    return np.asarray(rows, dtype=float), texts, skipped
 
 
-def _id_cell(text: str, column: str, where: str) -> float:
-    """A sharing cell: a whole number >= 0, blank for none (-1; 0 tokens of prefix)."""
+def _within_rate(source: str, arrivals: np.ndarray) -> None:
+    """Refuse sorted arrival times faster than the most ``--rate`` a simulation takes (times
+    in milliseconds, say); a span of 0 is a burst, every request at once."""
+    span = float(arrivals[-1] - arrivals[0])
+    most = option("arrival_rate_per_s").maximum
+    assert most is not None  # (the settings table gives it)
+    if span > 0 and (len(arrivals) - 1) / span > most:
+        raise SpecError(
+            source,
+            "arrival_time_s",
+            f"spans {span:g} s for {len(arrivals):,} requests: {(len(arrivals) - 1) / span:.3g} "
+            f"requests/s, more than the {most:g} the toolkit simulates",
+            "give the arrival times in seconds (a burst: every request at the same time)",
+        )
+
+
+#: Largest whole-number session or prefix id read as a number (exact as a float).
+MAX_ID = 2**53
+#: The sharing columns that name a session or a shared prefix: any text (blank: none).
+ID_COLUMNS = ("session_id", "prefix_id")
+
+
+def _prefix_tokens(text: str, where: str) -> float:
+    """A ``prefix_tokens`` cell: a whole number of tokens >= 0 (blank: 0, no shared prefix)."""
     if not text:
-        return 0.0 if column == "prefix_tokens" else -1.0
-    bounds = (
-        _TOKENS | dict(minimum=0)
-        if column == "prefix_tokens"
-        else dict(minimum=0, maximum=MAX_ID, integer=True)
-    )
-    return float(check_number(text, where, column, **bounds))
+        return 0.0
+    return float(check_number(text, where, "prefix_tokens", **(_TOKENS | dict(minimum=0))))
+
+
+def _ids(texts: list[str]) -> tuple[np.ndarray, list[str] | None]:
+    """A session or prefix column as integers (blank: -1, none) and the texts they number.
+    A column of whole numbers from 0 to ``MAX_ID`` keeps them (None); any other text (``s0``,
+    a UUID) numbers each distinct id from 0 in the order it first appears in the file."""
+    numbers = [_whole(t) for t in texts]
+    if all(n is not None for n in numbers):
+        return np.array(numbers, dtype=np.int64), None
+    first: dict[str, int] = {}
+    ids = [first.setdefault(t, len(first)) if t else -1 for t in texts]
+    return np.array(ids, dtype=np.int64), list(first)
+
+
+def _whole(text: str) -> int | None:
+    """An id cell as a whole number from 0 to ``MAX_ID`` (blank: -1), else None (text)."""
+    if not text:
+        return -1
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return int(value) if value.is_integer() and 0 <= value <= MAX_ID else None
