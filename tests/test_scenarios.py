@@ -132,3 +132,24 @@ def test_what_if_overrides(tmp_path):
     bad = GOOD + "    model_overrides: {attention.kv_heads: 3}\n"
     with pytest.raises(ie.SpecError, match="kv_heads"):
         ie.load_scenario(write(tmp_path, bad))
+
+
+def test_the_example_scenario_describes_its_what_if_curve_as_the_file_runs_it():
+    """Its description had called the third curve "the GPU of the file examples/gpu.yaml",
+    which the scenario never reads: the curve is H100-SXM scaled by its own hardware_scale."""
+    from pathlib import Path
+
+    import yaml
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    scenario = yaml.safe_load((examples / "scenario.yaml").read_text())
+    gpu = yaml.safe_load((examples / "gpu.yaml").read_text())
+    what_if = [c for c in scenario["curves"] if "hardware_scale" in c]
+    assert len(what_if) == 1 and what_if[0]["hardware_scale"] == {"hbm_bandwidth_bytes_per_s": 2}
+    words = " ".join(scenario["description"].split())
+    assert "the GPU of the file" not in words
+    assert f"the {what_if[0]['hardware']} with its HBM bandwidth doubled" in words
+    assert "the curve's own hardware_scale" in words
+    # the file it names as the same GPU is that GPU
+    assert gpu["derive_from"] == what_if[0]["hardware"]
+    assert gpu["scale"] == what_if[0]["hardware_scale"]
