@@ -1,6 +1,7 @@
 """Scenario files: the shipped ones load, bad ones get errors naming file, curve and field."""
 
 import textwrap
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -134,11 +135,46 @@ def test_what_if_overrides(tmp_path):
         ie.load_scenario(write(tmp_path, bad))
 
 
+def test_refusals_name_a_price_per_million_tokens_and_the_field_as_the_curve_writes_it(tmp_path):
+    """A measured point's usd_per_mtok of 0 was "0 in USD", and a factor of hardware_scale was
+    reported as "hardware_overrides.scale...", a field the scenario does not have."""
+    path = write(tmp_path, GOOD + "    hardware_scale: {hbm_bandwidth_bytes_per_s: 0}\n")
+    with pytest.raises(ie.SpecError) as info:
+        ie.load_scenario(path)
+    assert str(info.value) == (
+        f"{path}, curve 'fast one': field 'hardware_scale.hbm_bandwidth_bytes_per_s': is 0 "
+        "(expected a number > 0)"
+    )
+    over = GOOD + "    hardware_overrides: {hbm_bandwidth_bytes_per_s: 0}\n"
+    with pytest.raises(ie.SpecError, match="field 'hardware_overrides.hbm_bandwidth_bytes_per_s'"):
+        ie.load_scenario(write(tmp_path, over))
+    measured = GOOD + "measured: [{tokens_per_s: 100, usd_per_mtok: 0}]\n"
+    with pytest.raises(ie.SpecError) as info:
+        ie.load_scenario(write(tmp_path, measured))
+    assert "field 'measured[0].usd_per_mtok': is 0 in USD per million tokens (" in str(info.value)
+    points = tmp_path / "points.csv"
+    points.write_text("tokens_per_s,usd_per_mtok\n100,-1\n")
+    example = Path(__file__).resolve().parent.parent / "examples" / "scenario.yaml"
+    result = CliRunner().invoke(main, ["run", str(example), "--measured", str(points)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.stderr == (
+        f"error: {points}: line 2: field 'usd_per_mtok': is -1 in USD per million tokens; none "
+        "of its 1 point row can be read (expected a number > 0 and <= 1e+12)\n"
+    )
+    # an owned-costs file's hosting price is per kW of draw a month, not a sum of USD
+    import yaml
+
+    from inference_econ.specs.costs import costs_from_dict
+
+    root = Path(__file__).resolve().parent.parent
+    costs = yaml.safe_load((root / "costs" / "owned-2025.yaml").read_text())
+    with pytest.raises(ie.SpecError, match="is -1 in USD per kW-month"):
+        costs_from_dict({**costs, "hosting_usd_per_kw_month": -1}, "owned.yaml")
+
+
 def test_the_example_scenario_describes_its_what_if_curve_as_the_file_runs_it():
     """Its description had called the third curve "the GPU of the file examples/gpu.yaml",
     which the scenario never reads: the curve is H100-SXM scaled by its own hardware_scale."""
-    from pathlib import Path
-
     import yaml
 
     examples = Path(__file__).resolve().parent.parent / "examples"

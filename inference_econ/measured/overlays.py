@@ -16,7 +16,9 @@ from ..specs.schema import check_number
 #: Bounds of the numbers of an overlay CSV (as the ``measured`` points of a scenario file).
 OVERLAY_NUMBERS = {
     "tokens_per_s": dict(minimum=0, exclusive_minimum=True, maximum=1e12, unit="tokens/s"),
-    "usd_per_mtok": dict(minimum=0, exclusive_minimum=True, maximum=1e12, unit="USD"),
+    "usd_per_mtok": dict(
+        minimum=0, exclusive_minimum=True, maximum=1e12, unit="USD per million tokens"
+    ),
     "tokens_per_s_per_gpu": dict(minimum=0, exclusive_minimum=True, maximum=1e12, unit="tokens/s"),
 }
 

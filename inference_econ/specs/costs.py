@@ -73,7 +73,7 @@ def costs_from_dict(data, source: str = "<dict>") -> OwnedCosts:
     years = r.number("depreciation_years", minimum=0, exclusive_minimum=True, maximum=50)
     kwh = r.number("usd_per_kwh", minimum=0, maximum=100, unit="USD/kWh")
     pue = r.number("pue", minimum=1, maximum=5)
-    hosting = r.number("hosting_usd_per_kw_month", minimum=0, maximum=1e5, unit="USD")
+    hosting = r.number("hosting_usd_per_kw_month", minimum=0, maximum=1e5, unit="USD per kW-month")
     network = r.number("network_storage_fraction", minimum=0, maximum=10)
     draw = r.number("average_power_fraction", minimum=0, exclusive_minimum=True, maximum=1)
     table = r.mapping("purchase_usd_per_gpu")

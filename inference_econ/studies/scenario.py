@@ -139,10 +139,10 @@ def _setting(fields: Mapping[str, Any], source: str, label: str) -> Setting:
                 source_file=where,
                 **overrides,
             )
-        except SpecError as exc:
-            raise SpecError(
-                where, f"hardware_overrides.{exc.field}".rstrip("."), exc.problem, exc.fix
-            ) from None
+        except SpecError as exc:  # named as the curve writes it: a scale factor is hardware_scale's
+            scaled = exc.field == "scale" or exc.field.startswith("scale.")
+            field = f"hardware_{exc.field}" if scaled else f"hardware_overrides.{exc.field}"
+            raise SpecError(where, field.rstrip("."), exc.problem, exc.fix) from None
     try:
         arch = load_model(f["model"])
     except SpecError as exc:
@@ -301,7 +301,9 @@ TOY_FIELDS = {
 OPTION_FIELDS = {"max_speed": dict(minimum=0, exclusive_minimum=True, maximum=1e9, unit="tokens/s")}
 MEASURED_NUMBERS = {
     "tokens_per_s": dict(minimum=0, exclusive_minimum=True, maximum=1e12, unit="tokens/s"),
-    "usd_per_mtok": dict(minimum=0, exclusive_minimum=True, maximum=1e12, unit="USD"),
+    "usd_per_mtok": dict(
+        minimum=0, exclusive_minimum=True, maximum=1e12, unit="USD per million tokens"
+    ),
     "params": dict(minimum=1, maximum=1e16, unit="parameters"),
     "latency_ms": dict(minimum=0, exclusive_minimum=True, maximum=1e9, unit="ms"),
 }
