@@ -1261,3 +1261,42 @@ def test_a_layout_label_names_its_expert_degree_and_reads_back_as_it():
             cand.tensor,
         )
         assert back.attention_ranks == cand.attention_ranks
+
+
+def test_an_unresolved_row_shows_the_value_it_read_whatever_stopped_it(tmp_path):
+    """A GPU count of 0 or a layout wider than the row's GPUs had blanked the row's measured
+    value, where a unit or a model the toolkit does not know showed it: every row whose value
+    cell is a number shows it; a value that is no number stays blank."""
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    head = "source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,"
+    head += "output_len,metric,value,unit,notes\n"
+    cells = [
+        ("2", "TP2", "Llama-3.3-70B", "18.58", "ms"),  # ok
+        ("0", "TP2", "Llama-3.3-70B", "18.58", "ms"),  # n_gpus 0
+        ("1", "TP3", "Llama-3.3-70B", "18.58", "ms"),  # TP3 on one GPU
+        ("2", "TP2", "Llama-3.3-70B", "18.58", "furlongs"),
+        ("2", "TP2", "Nonexistent-Model-9B", "18.58", "ms"),
+        ("2", "TP2", "Llama-3.3-70B", "abc", "ms"),
+    ]
+    lines = [
+        f"s,{m},FP8,H100 SXM,{g},{tp},1,5000,500,ITL_mean,{v},{u},\n" for g, tp, m, v, u in cells
+    ]
+    path = tmp_path / "rows.csv"
+    path.write_text(head + "".join(lines))
+    rows = load_measured(path)
+    assert [r.value for r in rows] == [18.58] * 5 + [None]
+    assert [r.ok for r in rows] == [True] + [False] * 5
+    assert rows[1].status.startswith("unresolved: n_gpus: is 0 in GPUs")
+    assert rows[2].status.startswith("unresolved: parallelism: 'TP3' uses 3 GPUs but the row has 1")
+    out = tmp_path / "out.csv"
+    result = CliRunner().invoke(
+        main, ["compare-measured", str(path), "--format", "csv", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    import pandas as pd
+
+    table = pd.read_csv(out, skiprows=1)
+    assert list(table.measured.fillna(-1)) == [18.58] * 5 + [-1]

@@ -364,15 +364,22 @@ def _row_or_reason(path: Path, line: int, rec: dict, parent: int | None) -> Meas
     try:
         return _row(path, line, rec, parent)
     except SpecError as exc:
-        return _unresolved(line, rec, parent, exc)
+        try:  # its value as read, where the cell is a number (the table shows it)
+            value = _value(rec, None, f"{path}, row {line}")
+        except (SpecError, TypeError, ValueError):
+            value = None
+        return _unresolved(line, rec, parent, exc, value)
 
 
-def _unresolved(line: int, rec: dict, parent: int | None, exc: SpecError) -> MeasuredRow:
-    """A row that cannot be read, with the field, the reason and the fix as its status."""
+def _unresolved(
+    line: int, rec: dict, parent: int | None, exc: SpecError, value: float | None = None
+) -> MeasuredRow:
+    """A row that cannot be read, with the field, the reason and the fix as its status (and
+    its ``value`` where the value cell was read as a number)."""
     at = f"{exc.field}: " if exc.field else ""
     fix = f" ({exc.fix})" if exc.fix else ""
     status = f"unresolved: {at}{exc.problem}{fix}"
-    return MeasuredRow(status=status, value=None, kind="end-to-end", **_texts(line, rec, parent))
+    return MeasuredRow(status=status, value=value, kind="end-to-end", **_texts(line, rec, parent))
 
 
 def _texts(line: int, rec: dict, parent: int | None) -> dict:
