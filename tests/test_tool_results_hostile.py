@@ -263,7 +263,14 @@ def test_aiperf_lengths_or_load_it_cannot_use_make_its_rows_unresolved(
     tmp_path, change, field, said
 ):
     got = _statuses(_aiperf(tmp_path, change))
-    assert list(got) == ["throughput", "mean_TPOT"]
+    assert list(got) == [
+        "throughput",
+        "mean_TPOT",
+        "mean_TTFT",
+        "p99_TTFT",
+        "mean_e2el",
+        "p99_e2el",
+    ]
     for status in got.values():
         assert status.startswith("unresolved: ") and f"{field} {said}" in status, status
 
@@ -279,7 +286,7 @@ def test_the_unchanged_files_still_read_ok(tmp_path):
     rate = load_measured(_vllm(tmp_path, VLLM_RATE, name="rate.json"))
     little = VLLM_RATE["request_throughput"] * VLLM_RATE["mean_e2el_ms"] / 1e3
     assert all(r.ok for r in rate) and rate[0].concurrency == pytest.approx(little, rel=1e-3)
-    assert [r.status for r in load_measured(_aiperf(tmp_path, lambda d: None))] == ["ok", "ok"]
+    assert [r.status for r in load_measured(_aiperf(tmp_path, lambda d: None))] == ["ok"] * 6
 
 
 def test_the_status_line_counts_the_reasons_it_does_not_name():

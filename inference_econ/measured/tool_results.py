@@ -406,10 +406,11 @@ def _vllm_rows(run: dict, path: Path, i: int, at: str) -> tuple[list, bool]:
     return rows, True
 
 
-def _avg(run: dict, key: str, path: Path, at: str, **opts):
-    """The ``avg`` of one of aiperf's metrics (``{"unit", "avg", ...}``), ``checked``."""
+def _avg(run: dict, key: str, path: Path, at: str, stat: str = "avg", **opts):
+    """The ``avg`` (or ``stat``: "p99") of one of aiperf's metrics (``{"unit", "avg", "p99",
+    ...}``), ``checked``."""
     metric = section(run.get(key), path, at + key, dict) or {}
-    return checked(number, metric.get("avg"), path, f"{at}{key}.avg", **opts)
+    return checked(number, metric.get(stat), path, f"{at}{key}.{stat}", **opts)
 
 
 def _aiperf_rows(run: dict, path: Path, at: str) -> list:
@@ -442,6 +443,11 @@ def _aiperf_rows(run: dict, path: Path, at: str) -> list:
             # aiperf's inter-token latency is (end-to-end - TTFT) / (output tokens - 1) per
             # request: the time per output token the format calls TPOT
             ("mean_TPOT", _avg(run, "inter_token_latency", path, at), "ms"),
+            # its first tokens and whole requests, as vllm bench serve's are read
+            ("mean_TTFT", _avg(run, "time_to_first_token", path, at), "ms"),
+            ("p99_TTFT", _avg(run, "time_to_first_token", path, at, "p99"), "ms"),
+            ("mean_e2el", latency, "ms"),
+            ("p99_e2el", _avg(run, "request_latency", path, at, "p99"), "ms"),
         )
         if value is not None
     ]
