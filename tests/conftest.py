@@ -103,28 +103,9 @@ def pytest_configure(config):
     """The heap frozen at the session's end (``pytest_unconfigure``) is thawed by the last of
     pytest's clean-ups (registered before theirs, it runs after them): a process that runs
     another session finds the collector as it was. Hypothesis's own modules are imported
-    as they are, without pytest's assertion rewriting (``_plain_hypothesis``). The step
-    tables are kept for the run (``_step_tables_kept``)."""
+    as they are, without pytest's assertion rewriting (``_plain_hypothesis``)."""
     config.add_cleanup(gc.unfreeze)
     _plain_hypothesis(config)
-    _step_tables_kept()
-
-
-#: Step tables kept for the whole run (``load.engine.step_table``; the package keeps its last
-#: 16, ~0.25 M entries): a table depends on its model's inputs, layout, token budget and
-#: prompt alone, and the suite's tests build ~970 distinct tables ~1,100 times (~2 s of CPU
-#: rebuilding those a later test asks for again: the measured rows' instances, replayed by
-#: the --help examples, calibrate's tests and compare-measured's). ~70 MB more at the peak.
-RUN_STEP_TABLES, RUN_STEP_TABLE_ENTRIES = 1024, 1 << 23
-
-
-def _step_tables_kept():
-    """The step tables' cache (``load.engine.step_table``) sized for the run: the same tables,
-    built once (one is only read; its copies are made by its methods)."""
-    from inference_econ.load import engine
-
-    engine.STEP_TABLES_KEPT = RUN_STEP_TABLES
-    engine.STEP_TABLE_ENTRIES_KEPT = RUN_STEP_TABLE_ENTRIES
 
 
 def _plain_hypothesis(config):
