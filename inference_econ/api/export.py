@@ -103,18 +103,25 @@ def export(
     return _clock_noted(launch.point_plan(*request, **source, **launch_options))
 
 
+def _exported_gpus(hardware) -> list:
+    """The GPUs an export may run on, loaded ([] where one cannot be: the setting's own checks
+    refuse it, with its message)."""
+    from ..specs.hardware import GPU, load_hardware
+
+    parts = hardware if isinstance(hardware, (list, tuple)) else [hardware]
+    try:
+        return [h if isinstance(h, GPU) else load_hardware(h) for h in parts if h]
+    except SpecError:
+        return []
+
+
 def _exported_platform(hardware) -> None:
     """Refuse a part whose platform no launch here is written for: the launches, images and
     device resources are CUDA's and ROCm's (a TPU or an Intel GPU would be handed CUDA's)."""
-    from ..specs.hardware import GPU, load_hardware
     from ..specs.platforms import SHOWN, platform_of
 
-    for part in hardware if isinstance(hardware, (list, tuple)) else [hardware]:
-        try:
-            gpu = part if isinstance(part, GPU) else load_hardware(part) if part else None
-        except SpecError:
-            return  # the setting's own checks refuse it, with its message
-        kind = platform_of(gpu) if gpu is not None else "cuda"
+    for gpu in _exported_gpus(hardware):
+        kind = platform_of(gpu)
         if kind not in ("cuda", "rocm"):
             raise SpecError(
                 "argument", "hardware",
@@ -134,13 +141,11 @@ def _exported_clock(engine: str, hardware, settings: dict) -> None:
     from ..export.launch import engine_names
     from ..measured.predicting import reads_kernel_tables
     from ..specs.engine import load_engine
-    from ..specs.hardware import GPU, load_hardware
 
     if settings.get("clock") not in (None, "auto") or settings["assumptions"] != "achievable":
         return
-    parts = hardware if isinstance(hardware, (list, tuple)) else [hardware]
+    gpus = _exported_gpus(hardware)
     try:
-        gpus = [h if isinstance(h, GPU) else load_hardware(h) for h in parts if h is not None]
         profile = load_engine(settings["engine"])
     except SpecError:
         return  # the setting's own checks refuse it, with its message

@@ -36,15 +36,20 @@ __all__ = [
 ]
 
 
-def figures_line(under: Setting | Assumptions | str, intervals: bool = True) -> str:
+def figures_line(
+    under: Setting | Assumptions | str | list, intervals: bool = True, parts: str = "Cells"
+) -> str:
     """The first line of every command's output: an ideal bound or expected figures.
 
     Parameters
     ----------
-    under : Setting, Assumptions or str
-        What the figures were computed under (a preset's label will do).
+    under : Setting, Assumptions or str, or a list of them
+        What the figures were computed under (a preset's label will do); several: one line
+        where they agree, else each's.
     intervals : bool
         Whether the output shows the expected figures' intervals.
+    parts : str
+        What several are ("Cells", "Models"), for the line where they differ.
 
     Returns
     -------
@@ -53,7 +58,7 @@ def figures_line(under: Setting | Assumptions | str, intervals: bool = True) -> 
     """
     from ..serving.figure_labels import figures_line as line
 
-    return line(under, intervals)
+    return line(under, intervals, parts)
 
 
 def expected_figures(setting: Setting) -> bool:

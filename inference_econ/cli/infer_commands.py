@@ -181,10 +181,11 @@ def _print(tables, fmt, title, blocks, out, meta=None, drop=()):
 def _figures_line(presets) -> list[str]:
     """The first line of an inverse analysis: whether the figures of the presets its settings
     tried are ideal bounds or expected (whose intervals its tables leave out)."""
-    from .stated import first_line
+    from .. import api
 
-    labels = list(dict.fromkeys(str(p) for p in presets if p))
-    return [first_line(labels, intervals=False, parts="Settings")[0]] if labels else []
+    labels = [str(p) for p in presets if p]
+    line = api.figures_line(labels, intervals=False, parts="Settings")
+    return [line] if line else []
 
 
 def _each(chosen, analyse, kwargs, lines):

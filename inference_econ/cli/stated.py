@@ -37,11 +37,9 @@ def first_line(under, intervals: bool = True, parts: str = "Cells") -> tuple[str
     expected, and the notes of those outside what the measured data covers."""
     from .. import api
 
-    labels = under if isinstance(under, (list, tuple)) else [under]
-    lines = list(dict.fromkeys(api.figures_line(u, intervals) for u in labels))
+    labels = list(under) if isinstance(under, (list, tuple)) else [under]
     covered = (api.coverage_note(u) for u in labels if isinstance(u, api.Setting) and intervals)
-    line = lines[0] if len(lines) == 1 else f"{parts} differ: " + " / ".join(lines)
-    return line, list(dict.fromkeys(n for n in covered if n))
+    return api.figures_line(labels, intervals, parts), list(dict.fromkeys(n for n in covered if n))
 
 
 def vertical(series, fmt: str, title: str, meta=None, notes=()) -> str:

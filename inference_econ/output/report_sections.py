@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..errors import SpecError
 from ..serving.decode import continuous_note
+from ..serving.figure_labels import figures_line, interval_columns
 from ..specs.catalog import display_path
 from .render import HEADERS
 from .study_folder import check_cells, read_manifest, read_table
@@ -50,15 +51,6 @@ class Section:
     #: Whether its figures are an ideal bound or expected (``figures_line``), first under its
     #: title as every command's output says it first.
     figures: str = ""
-
-
-def figures_of(labels) -> str:
-    """The line saying whether figures under ``labels`` (presets: a setting's or a label such
-    as "achievable, engine vllm") are ideal bounds or expected: one, or each when they differ."""
-    from ..serving.figure_labels import figures_line
-
-    lines = list(dict.fromkeys(figures_line(label) for label in labels))
-    return lines[0] if len(lines) == 1 else "Cells differ: " + " / ".join(lines) if lines else ""
 
 
 def _varying(manifest: dict) -> list[str]:
@@ -113,7 +105,7 @@ def study_section(folder, compare: str | None = None, where: dict | None = None)
     sliced = "; ".join(f"{a} = {', '.join(v)}" for a, v in (where or {}).items())
     presets = keys["assumptions"].dropna() if "assumptions" in keys else manifest["assumptions"]
     return Section(
-        figures=figures_of([str(p) for p in presets]),
+        figures=figures_line([str(p) for p in presets]),
         title=manifest["title"] + (f" (the slice {sliced})" if sliced else ""),
         description=manifest.get("description", ""),
         curves=curves,
@@ -192,15 +184,11 @@ def _key_summary(keys: pd.DataFrame, axes: list[str], speeds) -> pd.DataFrame:
 
 def _kind_of(preset: str) -> str:
     """A cell's figures in a word: an ideal bound (an ideal preset) or expected."""
-    from ..serving.figure_labels import figures_line
-
     return "expected" if figures_line(preset).startswith("Expected") else "ideal bound"
 
 
 def _ends(out: pd.DataFrame, name: str, sel: pd.DataFrame, col: str) -> None:
     """A key figure's interval columns beside it where its cells have them (expected)."""
-    from ..serving.figure_labels import interval_columns
-
     ends = interval_columns(col)
     if all(c in sel for c in ends) and sel[ends].notna().any().any():
         for mine, theirs in zip(interval_columns(name), ends):
@@ -318,7 +306,7 @@ def scenario_section(result) -> Section:
     if models:
         assumptions.append(("Models", _by_field(models)))
     return Section(
-        figures=figures_of(labels),
+        figures=figures_line(labels),
         title=scenario.title,
         description=scenario.description,
         curves=curves,

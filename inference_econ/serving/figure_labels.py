@@ -28,10 +28,17 @@ def expected(setting: Setting) -> bool:
     return setting.assumptions.achievable
 
 
-def figures_line(setting_or_label, intervals: bool = True) -> str:
+def figures_line(setting_or_label, intervals: bool = True, parts: str = "Cells") -> str:
     """The first line of every command's output: whether its figures are an ideal bound or
     expected, under which preset and engine profile (``intervals``: whether the output shows
-    the expected figures' intervals; a table without them says where to find them)."""
+    the expected figures' intervals; a table without them says where to find them). Several
+    settings or labels (a study's cells, a fleet's models: ``parts``) give one line where they
+    agree, else each's after "<parts> differ: "."""
+    if isinstance(setting_or_label, (list, tuple)):
+        lines = list(dict.fromkeys(figures_line(u, intervals) for u in setting_or_label))
+        if len(lines) <= 1:
+            return "".join(lines)  # none given: no line
+        return f"{parts} differ: " + " / ".join(lines)
     label = setting_or_label
     if isinstance(setting_or_label, Setting):
         label = setting_or_label.assumptions.label
