@@ -1005,6 +1005,31 @@ def test_summarise_is_what_the_result_reports(llama8b):
     )
 
 
+def test_rates_are_the_offered_loads_only_where_a_run_keeps_up_with_one():
+    """One rule says whose rates a run states (``offered_rates``), and the intervals follow it:
+    Poisson arrivals at 2 req/s that one H100 keeps up with state the offered load's rates
+    (2 req/s exactly, no interval); the same requests all queued at once (a decode pool's
+    handover, ``Run.requests``) and an overloaded rate state what the window served, each
+    with its 80 % and 90 % interval."""
+    from inference_econ.load import run
+    from inference_econ.serving.intervals import LOAD_RATES, load_intervals
+
+    setting = make_setting("Llama 3 8B", "H100", assumptions="achievable")
+    inst = build_instance(setting, 1)
+    t = make_traffic(2, "300", "50", requests=200, seed=0)
+    kept = run.serve(inst, run.Run(t, 1)).result
+    assert kept.stable and kept.offered_rates and kept.throughput_requests_per_s == 2.0
+    assert not set(LOAD_RATES) & {k.rsplit("_", 1)[0] for k in load_intervals(kept)}
+    burst = t.stream()
+    burst = Arrivals(np.zeros(len(burst.arrival_s)), burst.prompt_tokens, burst.output_tokens)
+    queued = run.serve(inst, run.Run(t, 1, requests=burst)).result
+    over = run.serve(inst, run.Run(make_traffic(400, "300", "50", requests=400, seed=0), 1))
+    for result in (queued, over.result):
+        assert not result.offered_rates and result.throughput_requests_per_s != 2.0
+        assert "throughput_requests_per_s_low80" in load_intervals(result)
+    assert not over.result.stable
+
+
 # --- the command line -----------------------------------------------------------------------------
 def _run(*args):
     from click.testing import CliRunner

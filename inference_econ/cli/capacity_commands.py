@@ -123,7 +123,7 @@ def _notes(result, extra=()) -> list[str]:
     """What the numbers were computed with, printed under every table."""
     window = "" if result.window is None else (
         " Rates and prices are the offered load's, which the deployment keeps up with"
-        if result.stable and result.rate_per_s > 0 and not result.closed_loop
+        if result.offered_rates
         else f" Rates and prices are measured over the run's service window of {result.window.seconds:.4g} s"
     ) + " (docs/model.md §E4)."  # fmt: skip
     simulated = (

@@ -243,7 +243,7 @@ def _capacity_notes(capacity, workers: tuple[Worker, ...], batch: int, ctx: floa
         f"{_per_rank(setting, workers[-1])}.",
     )
     notes += extrapolation_notes(r) + _confident_note(capacity)
-    if r.stable and load_intervals(r):  # expected figures; the offered load's are bare
+    if r.offered_rates and load_intervals(r):  # expected figures; the offered load's are bare
         notes += (
             "output_tokens_per_s and the prices per million output tokens are the offered load's (a "
             "deployment that keeps up serves it), so they carry no interval; the others do "

@@ -102,6 +102,8 @@ class LoadResult:
     throughput_requests_per_s: float
     input_tokens_per_s: float
     output_tokens_per_s: float
+    #: Those three are the offered load's, which the deployment keeps up with (``_rates``).
+    offered_rates: bool
     goodput_requests_per_s: float
     goodput_fraction: float
     busy_fraction: float
@@ -253,14 +255,12 @@ class LoadResult:
 
     @property
     def closed_loop(self) -> bool:
-        """Clients send their next request when their last one finishes: the rates are the
-        ones they reach (the engine's), not an offered load's."""
+        """Clients send when answered: the rates are the ones they reach, not an offered load's."""
         return self.traffic.startswith(CLOSED_LOOP)
 
     @property
     def stable(self) -> bool:
-        """The deployment keeps up with the load, targets or not: its backlog does not grow
-        over the run (§E4)."""
+        """The deployment keeps up with the load, targets or not: its backlog does not grow (§E4)."""
         return not self.falls_behind
 
     @property
@@ -384,8 +384,7 @@ WARMUP = 0.1
 
 def verdict(targets: Targets, p99: dict, rejected: int, behind: bool) -> bool | None:
     """Whether a run meets the targets (§E4): every limited p99 within its limit, nothing
-    rejected, and the deployment keeps up (not ``behind``). None without targets: there is
-    nothing to meet."""
+    rejected, keeping up (not ``behind``); None without targets: there is nothing to meet."""
     if targets.empty:
         return None
     return targets.met(p99) and rejected == 0 and not behind
@@ -619,7 +618,7 @@ def assemble(setup: RunSetup, measured: Measured) -> LoadResult:
     per_instance, count, prefill_per_instance, prefill_count = setup.gpus
     rate_per_s, notes = _rate_and_notes(setup, measured, window)
     backlog = window.backlog
-    requests_s, input_s, output_s = _rates(setup, measured, window)
+    requests_s, input_s, output_s, offered = _rates(setup, measured, window)
     return LoadResult(
         model=instance.setting.model.name,
         hardware=setup.hardware,
@@ -640,6 +639,7 @@ def assemble(setup: RunSetup, measured: Measured) -> LoadResult:
         throughput_requests_per_s=requests_s,
         input_tokens_per_s=input_s,
         output_tokens_per_s=output_s,
+        offered_rates=offered,
         goodput_requests_per_s=requests_s * _good_share(window, good),
         goodput_fraction=window.share(good),
         busy_fraction=measured.busy_fraction,
@@ -696,13 +696,13 @@ def _rate_and_notes(setup: RunSetup, measured: Measured, window: Window):
     return rate_per_s, tuple(notes)
 
 
-def _rates(setup: RunSetup, measured: Measured, window: Window) -> tuple[float, float, float]:
-    """Requests, prompt and output tokens a second served: the offered rate's (its requests
-    served and their own lengths) where the deployment keeps up with one, not the sample's
-    realised rate over the service window (the seed's luck); else what the window serves."""
+def _rates(setup: RunSetup, measured: Measured, window: Window) -> tuple[float, float, float, bool]:
+    """Requests, prompt and output tokens a second served, and whether they are the offered
+    rate's (where the deployment keeps up), not the window's realised rate (the seed's luck)."""
     rate, arrivals = setup.rate_per_s, measured.arrivals
-    offered = setup.offered and not setup.traffic.startswith(CLOSED_LOOP) and len(arrivals)
-    if offered and math.isfinite(rate) and rate > 0 and not window.backlog.behind:
+    opened = setup.offered and not setup.traffic.startswith(CLOSED_LOOP) and len(arrivals) > 0
+    offered = opened and math.isfinite(rate) and rate > 0 and not window.backlog.behind
+    if offered:
         served = np.isfinite(measured.latencies.e2e_s)
         each = rate / len(served)
         tokens = (np.sum(arrivals.prompt_tokens[served]), np.sum(arrivals.output_tokens[served]))
@@ -711,7 +711,7 @@ def _rates(setup: RunSetup, measured: Measured, window: Window) -> tuple[float, 
         each = setup.scale / window.seconds
         counts = (window.weight.sum(), window.input_tokens, window.output_tokens)
     requests, prompts, outputs = (each * float(count) for count in counts)
-    return requests, prompts, outputs
+    return requests, prompts, outputs, offered
 
 
 def _good_share(window: Window, good: np.ndarray) -> float:

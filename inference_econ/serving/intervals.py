@@ -582,7 +582,7 @@ def load_intervals(result) -> dict:
     names = [*LOAD_LATENCIES, *LOAD_OCCUPANCY]
     row.update({n: getattr(result, n) for n in LOAD_OCCUPANCY})
     sessions = ["later_turn_ttft_p99_s"] if result.requests_per_session is not None else []
-    if not result.stable or result.closed_loop:  # rates the engine reaches: expected
+    if not result.offered_rates:  # rates the engine reaches, not the offered load's: expected
         names += LOAD_RATES
         row.update({n: getattr(result, n) for n in LOAD_RATES})
         sessions += ["usd_per_session"] if sessions else []
