@@ -308,6 +308,27 @@ def test_a_decode_points_note_names_a_class_of_the_figures_it_shows():
     assert "TTFT" in iv.coverage_note(setting)
 
 
+def test_a_frontiers_note_names_a_class_of_its_rows_and_figures():
+    """A decode frontier shows speeds and prices of many layouts, no time to first token: its
+    "Near:" line names the least supported class among its rows' own (their layouts, the
+    kinds of the figures shown), as their support column counts them. It had named the TTFT
+    class of a tensor-parallel layout (4 residuals) beside rows near on 14 and 17."""
+    import io
+
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    args = ["frontier", "DeepSeek-R1", "-H", "H200", "--weight-bits", "8", "--discrete", "-q"]
+    out = CliRunner().invoke(main, [*args, "--assumptions", "achievable", "--format", "csv"])
+    rows = pd.read_csv(io.StringIO(out.output), comment="#")
+    assert set(rows.support) == {"near (14 residuals)", "near (17 residuals)"}
+    near = [line for line in out.output.splitlines() if "Near: the class " in line]
+    assert len(near) == 1 and "TTFT" not in near[0], near
+    assert "Near: the class throughput: MoE / TP / Hopper / trtllm / offline has 14" in near[0]
+
+
 def test_a_profile_of_ones_own_is_no_shipped_class_and_its_first_line_names_it(tmp_path):
     """A profile calibrate wrote (``trtllm (calibrated)``, a file outside the catalog) had been
     read as TensorRT-LLM's class: "in support (86 residuals)" and the shipped profile's band,

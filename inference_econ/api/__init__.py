@@ -56,6 +56,7 @@ from .labels import (
     prefill_intervals,
     redundant_note,
     requests_metadata,
+    rows_coverage_note,
     uneven_note,
     whole_batch_kv_note,
 )
@@ -692,6 +693,7 @@ __all__ = [
     "launch_files",
     "list_specs",
     "load_coverage_note",
+    "rows_coverage_note",
     "load_frontier",
     "load_inputs",
     "load_observations",

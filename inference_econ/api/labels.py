@@ -126,6 +126,38 @@ def coverage_note(
     return note(setting, layout, scenario, names)
 
 
+def rows_coverage_note(setting: Setting, columns, n: int) -> str | None:
+    """One line when a table's rows are not all in support: of the calibration classes of
+    its rows' layouts (``row_layouts``) and of the kinds of the figures it shows with
+    intervals, the least supported (as each row's ``support`` column reads them).
+
+    Parameters
+    ----------
+    setting : Setting
+        The problem.
+    columns : DataFrame or dict of arrays
+        The rows: their figures and degrees (``pipeline_degree``, ``tensor_degree``,
+        ``attention_degree``, ``expert_degree``).
+    n : int
+        How many rows.
+
+    Returns
+    -------
+    str or None
+        That class's line (docs/model.md §F12); None in support, for a bound or no rows.
+    """
+    from ..serving.intervals import expected, has_interval, kinds_of
+    from ..serving.support import STATUS_ORDER, row_layouts, support_line, support_of
+
+    if not expected(setting) or n == 0:
+        return None
+    kinds = kinds_of([c for c in columns if has_interval(c)]) or ["throughput"]
+    layouts = dict.fromkeys(row_layouts(columns, n, setting))
+    found = [support_of(setting, kinds, str(layout)) for layout in layouts]
+    s = min(found, key=lambda s: (STATUS_ORDER.index(s.status), s.rows))
+    return None if s.status == "in support" else support_line(s)
+
+
 def load_coverage_note(result: Any) -> str | None:
     """One line when a run under load's calibration class is not in support.
 

@@ -212,7 +212,7 @@ def frontier(
     line = api.figures_line(setting)
     notes: list[str] = []
     if api.expected_figures(setting):  # the interval table's code only for expected figures
-        notes += [n for n in (api.coverage_note(setting),) if n]
+        notes += [n for n in (api.rows_coverage_note(setting, table.columns, len(table)),) if n]
     notes += [*table.notes, *layout_notes(columns, discrete, setting)]
     if format == "table":
         emit(line + "\n" + _frontier_text(setting, table, columns, notes), out)
