@@ -329,6 +329,26 @@ def test_a_frontiers_note_names_a_class_of_its_rows_and_figures():
     assert "Near: the class throughput: MoE / TP / Hopper / trtllm / offline has 14" in near[0]
 
 
+def test_an_attention_dp_points_note_names_its_own_layouts_class():
+    """DeepSeek-R1 on 8 H200 at batch 2,048 attends on every GPU alone with its experts EP8
+    (the DP+EP class, near on 17 residuals): its "Near:" line names that class, where it had
+    named the tensor-parallel one (14) beside a support row of 17."""
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    args = ["point", "DeepSeek-R1", "-H", "H200", "--gpus", "8", "--batch", "2048"]
+    args += ["--weight-bits", "8", "--discrete", "--assumptions", "achievable"]
+    out = CliRunner().invoke(main, args).output
+    lines = out.splitlines()
+    assert next(line for line in lines if line.startswith("attention_degree")).split()[1] == "1"
+    support = next(line for line in lines if line.startswith("support "))
+    near = next(line for line in lines if line.startswith("Near: the class "))
+    assert "near (17 residuals)" in support, support
+    assert near.startswith("Near: the class throughput: MoE / DP+EP / Hopper / trtllm / offline")
+    assert " has 17 measured residuals" in near, near
+
+
 def test_a_profile_of_ones_own_is_no_shipped_class_and_its_first_line_names_it(tmp_path):
     """A profile calibrate wrote (``trtllm (calibrated)``, a file outside the catalog) had been
     read as TensorRT-LLM's class: "in support (86 residuals)" and the shipped profile's band,

@@ -76,8 +76,10 @@ def stated(row, fmt: str, title: str, setting, meta=None, notes=(), kinds_of=Non
 
     line = api.figures_line(setting)
     cover = None
-    if api.expected_figures(setting):  # the interval table's code only for expected figures
-        cover = api.coverage_note(setting, names=kinds_of)
+    if api.expected_figures(setting) and kinds_of is None:  # expected figures only
+        cover = api.coverage_note(setting)
+    elif api.expected_figures(setting):  # the row's own layout, as its support reads it
+        cover = api.rows_coverage_note(setting, {k: [row[k]] for k in kinds_of}, 1)
     notes = [*filter(None, [cover]), *notes]
     if fmt in ("csv", "json"):
         return vertical(row, fmt, title, meta, [line, *notes])
