@@ -1030,6 +1030,44 @@ def test_rates_are_the_offered_loads_only_where_a_run_keeps_up_with_one():
     assert not over.result.stable
 
 
+def test_a_request_holds_its_whole_length_where_the_engine_reserves_it():
+    """The batch a layout is chosen at counts what each request holds (§E6): 1,000-token
+    prompts and outputs at a mean context of 1,500 tokens on Llama 3 8B's 32 layers: 32 x
+    2,000 layer-positions under TensorRT-LLM's no-evict admission, which reserves the whole
+    request; 32 x 1,500 where the cache holds the context alone (recompute admission), and
+    where the load states no lengths of its own (``SATURATED``)."""
+    from inference_econ.load import engine
+
+    setting = make_setting("Llama 3 8B", "H100", assumptions="achievable")
+    trtllm = engine.engine_config(engine.EngineConfig(engine_own=engine.ENGINE_OWN), setting)
+    model = engine.layout_search(setting, 1).model
+    load = engine.OfferedLoad(5.0, 1000.0, 1000.0)
+    assert trtllm.admission == "no_evict"
+    assert engine.held_per_request(model, trtllm, 1500.0, load) == 32 * 2000
+    assert engine.held_per_request(model, engine.DEFAULT_ENGINE, 1500.0, load) == 32 * 1500
+    assert engine.held_per_request(model, trtllm, 1500.0, engine.SATURATED) == 32 * 1500
+
+
+def test_attention_ranks_prompts_are_charged_as_their_own_chunks():
+    """DeepSeek-R1 (FP8) on 8 B200 under TensorRT-LLM, 1,000-token prompts and outputs: its
+    8 attention ranks each prefill their own prompts, so the chosen layout's step charges
+    prompts of 1,000 tokens, not one causal chunk of the ranks' whole 65,536-token budget
+    (which made the layout look overloaded at 10 req/s and lose to tensor-parallel
+    attention at every rate). Tensor-parallel attention is faster at 10 req/s, data-parallel
+    attention from 14 req/s, where the former falls behind."""
+    from inference_econ.load import engine
+    from inference_econ.load.deployment import budget_sized
+
+    setting = make_setting("DeepSeek-R1", "B200", assumptions="achievable", weight_bits=8)
+    config = engine.engine_config(engine.EngineConfig(engine_own=engine.ENGINE_OWN), setting)
+    search = engine.layout_search(budget_sized(setting, config), 8)
+    chosen = [
+        search.choose(config, 1448.15, engine.OfferedLoad(rate, 1000.0, 1000.0))
+        for rate in (10.0, 14.0, 20.0)
+    ]
+    assert [layout.attention_divisor for layout in chosen] == [1.0, 8.0, 8.0]
+
+
 # --- the command line -----------------------------------------------------------------------------
 def _run(*args):
     from click.testing import CliRunner

@@ -378,8 +378,11 @@ def steady_step_s(
     # (the step time is not linear in the prompt tokens of a step, so spreading them evenly
     # over every step would flatter layouts that are slow on a chunk)
     share = np.minimum(lam * P * tau / budget, 1.0) if P > 0 else np.zeros_like(tau)
+    prompts = None  # one chunk of the whole budget
     if ranks > 1 and P > 0:
         share = np.minimum(busiest_rank_tokens(lam * tau, P, budget / ranks, ranks) / budget, 1.0)
+        # the ranks' budget in their own prompts' chunks, each attending to itself alone
+        prompts = np.repeat([0.0, budget / min(P, budget / ranks)], tau.size)
     # the steps without and with a chunk in one evaluation (the model is elementwise)
     both = mixed_step_s(
         model,
@@ -388,6 +391,7 @@ def steady_step_s(
         np.concatenate([decoding, decoding]),
         context,
         np.repeat([0.0, float(budget)], tau.size),
+        prefill_prompts=prompts,
     )
     step = (1.0 - share) * both[: tau.size] + share * both[tau.size :]
     settled = np.flatnonzero(step <= tau * (1 + 1e-9))
@@ -435,6 +439,16 @@ def layout_capacity(model: StepModel, capacity: float, layout: EngineLayout) -> 
     return capacity / float(model.kv_copies(layout.attention_degree))
 
 
+def held_per_request(model, config, context: float, load: OfferedLoad) -> float:
+    """Layer-positions of KV cache one request holds as a layout's batch is counted (§E6):
+    its context's; under no-evict admission (TensorRT-LLM's) its whole length, prompt and
+    output, which the engine reserves when it admits it (``scheduling.NoEvict``)."""
+    reach = context
+    if config.admission == "no_evict" and load != SATURATED:
+        reach = max(context, load.prompt_tokens + load.output_tokens)
+    return max(float(model.work.held_positions(reach)), 1.0)
+
+
 def choose_layout(
     model, prefill_work, options, config, capacity, context, load, floors=None
 ) -> EngineLayout:
@@ -445,7 +459,7 @@ def choose_layout(
     for lay in options:
         if (lay, context) not in floors:
             floors[lay, context] = _floor_s(model, prefill_work, lay, context)
-    per_request = max(float(model.work.held_positions(context)), 1.0)
+    per_request = held_per_request(model, config, context, load)
     # each layout's limits (per attention rank where the engine's are, ``on_layout``)
     configs = [config.on_layout(lay) for lay in options]
     # the KV cache holds fewer requests where attention keeps copies of it (§B13)
