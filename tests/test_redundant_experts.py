@@ -162,6 +162,43 @@ def test_whole_layouts_split_experts_at_the_common_divisor():
     assert whole_expert_degrees([128], 3) == {1}  # gcd(3, 128): the experts tensor-split
     assert whole_expert_degrees([1, 256, 256], 8) == {8}  # DeepSeek's dense layers left out
     assert whole_expert_degrees([1], 8) == set()  # a dense model splits no experts
+    # redundant copies widen the split where the slots divide the group: 288 slots over 72
+    # GPUs (an NVL72 rack) split at EP72, not gcd(72, 256) = 8; copies whose slots split no
+    # wider (288 over 64, Mixtral's 9 over 8) leave the experts' own split
+    assert whole_expert_degrees([256], 72) == {8}
+    assert whole_expert_degrees([256], 72, 32) == {72}
+    assert whole_expert_degrees([256], 64, 32) == {64} and whole_expert_degrees([8], 8, 1) == {8}
+
+
+def test_an_expert_degree_that_splits_no_experts_evenly_runs_on_the_fewest_slots(tmp_path):
+    """DeepSeek-R1's 256 experts over EP72 ("WideEP 72" on a GB200 NVL72 rack) run only on
+    balanced slots under TensorRT-LLM and SGLang (num_slots % ep_size): a row that states
+    none is read with the fewest, 288 slots (32 copies), says so, and is predicted as the
+    same row stating them; DEP8 needs none, and vLLM, which splits experts unevenly, none."""
+    from inference_econ.measured import comparison
+    from inference_econ.measured.expert_slots import fewest_copies
+    from inference_econ.measured.reading import load_measured
+
+    assert [fewest_copies(256, ep, "trtllm") for ep in (8, 72, 96)] == [0, 32, 32]
+    assert fewest_copies(256, 72, None) == 32 and fewest_copies(256, 72, "vllm") == 0
+    assert fewest_copies(256, None, "trtllm") == 0 and fewest_copies(1, 72, "trtllm") == 0
+    head = "model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,output_len"
+    head += ",metric,value,unit,notes\n"
+    row = "DeepSeek-R1,FP4,GB200 NVL72,{n},{layout},max load,1024,1024,throughput_per_gpu,5000,"
+    row += "output tok/s per GPU,TensorRT-LLM 1.2{notes}\n"
+    lines = [
+        row.format(n=72, layout="WideEP 72", notes=""),
+        row.format(n=72, layout="WideEP 72", notes="; num_slots: 288"),
+        row.format(n=8, layout="DEP8", notes=""),
+    ]
+    path = tmp_path / "rows.csv"
+    path.write_text(head + "".join(lines))
+    rows = load_measured(path)
+    assert [r.arch.redundant_experts for r in rows] == [32, 32, 0]
+    assert [r.copies_needed for r in rows] == [True, False, False]
+    predicted, _, status, engines = comparison.predict_rows(rows[:2], "achievable")
+    assert list(status) == ["ok", "ok"] and predicted[0] == predicted[1]
+    assert "32 redundant experts (EPLB): the fewest for 288 slots" in engines[0]
 
 
 #: A light load of Qwen3-30B-A3B (128 experts) with 16 redundant experts a layer.

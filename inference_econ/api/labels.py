@@ -445,5 +445,5 @@ def redundant_note(setting: Setting, rows) -> str | None:
     tensor = np.ravel(np.asarray(rows["tensor_degree"], dtype=float))
     experts = setting.model.routed_experts
     degrees = {e for t in set(tensor[np.isfinite(tensor)]) for e in
-               whole_expert_degrees([experts], int(round(t)))}  # fmt: skip
+               whole_expert_degrees([experts], int(round(t)), copies)}  # fmt: skip
     return note(experts, copies, degrees)

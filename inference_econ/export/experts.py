@@ -24,7 +24,10 @@ def priced_degree(setting: Setting, t: int) -> int:
     """The degree the model splits a mixture of experts over a tensor group of ``t`` GPUs at,
     once it splits them (§A5 on whole layouts: gcd(t, E), ``model.step_calls.expert_degree``);
     1 for a dense model, or where its MoE groups' degrees differ (one flag sets them all)."""
-    degrees = whole_expert_degrees([g.ffn.experts for g in setting.model.layer_groups], t)
+    model = setting.model
+    degrees = whole_expert_degrees(
+        [g.ffn.experts for g in model.layer_groups], t, model.redundant_experts
+    )
     return degrees.pop() if len(degrees) == 1 else 1
 
 

@@ -550,7 +550,7 @@ class Instance:
         model = self.setting.model
         copies = model.redundant_experts
         groups = [g.ffn.experts for g in model.layer_groups]
-        split = whole_expert_degrees(groups, self.layout.tensor_degree)
+        split = whole_expert_degrees(groups, self.layout.tensor_degree, copies)
         if not copies or max(split, default=1) > 1:
             return []
         return [

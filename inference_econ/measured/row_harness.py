@@ -159,7 +159,10 @@ def engine_label(
         label += f", KV cache {row.kv_cache_fraction:g} of the free memory as stated"
     if row.async_scheduling is not None:
         label += f", {'' if row.async_scheduling else 'no '}async scheduling as stated"
-    if row.arch.redundant_experts:
+    if row.arch.redundant_experts and row.copies_needed:
+        slots = row.arch.routed_experts + row.arch.redundant_experts
+        label += f", {row.arch.redundant_experts} redundant experts (EPLB): the fewest for {slots} slots split evenly over its expert degree"
+    elif row.arch.redundant_experts:
         label += f", {row.arch.redundant_experts} redundant experts (EPLB) as stated"
     if row.two_batch_overlap:
         label += ", two-batch overlap as stated"

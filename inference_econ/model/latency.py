@@ -652,7 +652,7 @@ def experts_placement(work: Workload, t: int, least_per_sparsity: float) -> str:
     sequences in a decode step, its tokens in a prefill pass), "experts tensor-split (EP1)";
     "" for a dense model or one GPU a stage."""
     groups = [g for g in work.groups if g.experts > 1]
-    degrees = sorted(whole_expert_degrees([g.experts for g in groups], t))
+    degrees = sorted(whole_expert_degrees([g.experts for g in groups], t, work.redundant_experts))
     if not degrees or t <= 1:
         return ""
     if degrees[-1] <= 1 or least_per_sparsity >= NO_EXPERT_PARALLEL:

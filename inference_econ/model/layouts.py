@@ -307,7 +307,9 @@ def ff_splits_evenly(model, t: int, micro_batch, two_d: bool):
     ep_min = model.assumptions.expert_parallel_min_batch_per_sparsity
     for g in w.groups:
         widths = (g.d_ff, g.shared_d_ff) if g.shared else (g.d_ff,)
-        e = expert_degree(micro_batch, float(t), g.experts, ep_min * g.sparsity, integer=True)
+        e = expert_degree(
+            micro_batch, float(t), g.experts, ep_min * g.sparsity, True, w.redundant_experts
+        )
         e = np.broadcast_to(np.asarray(e, dtype=float), ok.shape)
         for value in np.unique(e):
             t_ff = max(1, int(round(t / value)))

@@ -37,20 +37,24 @@ EXPERT_COMBINE_REDUCTION = "all-reduce (expert combine)"
 EXCHANGE_OPERATIONS = ("expert dispatch", "expert combine")
 
 
-def expert_degree(b, t, experts, min_micro_batch, integer=False):
+def expert_degree(b, t, experts, min_micro_batch, integer=False, copies=0):
     """Expert-parallel degree (§A5): min(t, E), but 1 while the micro-batch is below the minimum.
 
     With ``integer`` (discrete layouts) the degree must divide both the experts and the tensor
-    degree: gcd(t, E). Scalar or uniform conditions keep the result as small as its inputs (a
-    row of the grid rather than the whole grid).
+    degree: gcd(t, E), or gcd(t, E + ``copies``) where that is wider: the engines' balancers
+    split the slots, experts and redundant copies (EPLB), evenly over the ranks
+    (``moe.balanced_slots``: 288 slots over EP72 of DeepSeek's 256 experts; copies that split
+    no wider are memory only). Scalar or uniform conditions keep the result as small as its
+    inputs (a row of the grid rather than the whole grid).
     """
     if experts <= 1:
         return 1.0
-    full = (
-        np.gcd(np.rint(t).astype(np.int64), experts).astype(float)
-        if integer
-        else np.minimum(t, experts)
-    )
+    if integer:
+        whole = np.rint(t).astype(np.int64)
+        full = np.maximum(np.gcd(whole, int(experts)), np.gcd(whole, int(experts + copies)))
+        full = full.astype(float)
+    else:
+        full = np.minimum(t, experts)
     small = np.asarray(b < min_micro_batch)
     if small.all():
         return 1.0
@@ -59,11 +63,16 @@ def expert_degree(b, t, experts, min_micro_batch, integer=False):
     return np.where(small, 1.0, full)
 
 
-def whole_expert_degrees(experts, t: int) -> set[int]:
+def whole_expert_degrees(experts, t: int, copies=0) -> set[int]:
     """The degrees a whole layout of tensor degree ``t`` splits its MoE groups' experts at
-    once batches are large (§A5 on whole layouts: gcd(t, E)), one per distinct group; empty
-    for a dense model. ``experts``: each layer group's routed experts (1 for a dense one)."""
-    return {int(expert_degree(math.inf, t, int(e), 0, integer=True)) for e in experts if e > 1}
+    once batches are large (§A5 on whole layouts: gcd(t, E + copies)), one per distinct group;
+    empty for a dense model. ``experts``: each layer group's routed experts (1 for a dense
+    one); ``copies``: the redundant copies of each MoE layer (EPLB)."""
+    return {
+        int(expert_degree(math.inf, t, int(e), 0, integer=True, copies=int(copies)))
+        for e in experts
+        if e > 1
+    }
 
 
 def expert_remote_share(g, nodes):
@@ -314,7 +323,10 @@ class StepCalls:
         basis = tokens if self.by_tokens else b
         ep_min = self.assumptions.expert_parallel_min_batch_per_sparsity * g.sparsity
         integer = self.machine.integer_layouts
-        e = cache.get(("e", gi), lambda: expert_degree(basis, t, g.experts, ep_min, integer))
+        copies = self.work.redundant_experts
+        e = cache.get(
+            ("e", gi), lambda: expert_degree(basis, t, g.experts, ep_min, integer, copies)
+        )
         t_ff = cache.get(("t_ff", gi), lambda: np.maximum(1.0, t / e))
         return e, t_ff
 

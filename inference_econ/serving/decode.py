@@ -294,7 +294,12 @@ class Decoder:
             g0 = moe[0]
             ep_min = self.target.assumptions.expert_parallel_min_batch_per_sparsity
             expert = expert_degree(
-                b, t, g0.experts, ep_min * g0.sparsity, self.integer_layouts
+                b,
+                t,
+                g0.experts,
+                ep_min * g0.sparsity,
+                self.integer_layouts,
+                self.work.redundant_experts,
             ) + np.zeros(N.shape)
         flop = self.work.total_flop(B, 1, s.context_tokens)
         parts = {name: getattr(bd, name) for name in (*ADDITIVE_PARTS, *SIDES)}
