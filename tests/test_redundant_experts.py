@@ -170,18 +170,36 @@ def test_whole_layouts_split_experts_at_the_common_divisor():
     assert whole_expert_degrees([256], 64, 32) == {64} and whole_expert_degrees([8], 8, 1) == {8}
 
 
+def test_a_rack_of_72_gpus_splits_deepseeks_experts_on_288_slots():
+    """DeepSeek-R1 (NVFP4) on 72 GB200 as whole layouts: its 256 experts alone split over
+    gcd(72, 256) = 8 ranks, tensor-split nine ways, which no expert width divides: refused, and
+    the refusal names the copies that split them over all 72 (32, 288 slots); with them the
+    point runs at EP72."""
+    args = ["point", "DeepSeek-R1", "-H", "GB200-NVL72", "--gpus", "72", "--batch", "8192",
+            "--discrete", "--assumptions", "achievable", "--weight-bits", "4"]  # fmt: skip
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code != 0 and "no whole layout of 72 GPUs" in refused.output
+    assert "--redundant-experts 32 (288 slots)" in refused.output
+    kw = dict(gpus=72, batch=8192, assumptions="achievable", discrete=True, weight_bits=4)
+    point = ie.point("DeepSeek-R1", "GB200-NVL72", redundant_experts=32, **kw)
+    assert point.expert_degree == 72
+
+
 def test_an_expert_degree_that_splits_no_experts_evenly_runs_on_the_fewest_slots(tmp_path):
     """DeepSeek-R1's 256 experts over EP72 ("WideEP 72" on a GB200 NVL72 rack) run only on
     balanced slots under TensorRT-LLM and SGLang (num_slots % ep_size): a row that states
     none is read with the fewest, 288 slots (32 copies), says so, and is predicted as the
     same row stating them; DEP8 needs none, and vLLM, which splits experts unevenly, none."""
     from inference_econ.measured import comparison
-    from inference_econ.measured.expert_slots import fewest_copies
+    from inference_econ.measured.expert_slots import needed_copies
+    from inference_econ.measured.layouts import Layout
     from inference_econ.measured.reading import load_measured
 
-    assert [fewest_copies(256, ep, "trtllm") for ep in (8, 72, 96)] == [0, 32, 32]
-    assert fewest_copies(256, 72, None) == 32 and fewest_copies(256, 72, "vllm") == 0
-    assert fewest_copies(256, None, "trtllm") == 0 and fewest_copies(1, 72, "trtllm") == 0
+    wide = Layout(72, expert=72, attention_ranks=72)
+    assert [needed_copies(256, Layout(ep, expert=ep), "trtllm") for ep in (8, 72)] == [0, 32]
+    assert needed_copies(256, wide, None) == 32 and needed_copies(256, wide, "vllm") == 0
+    assert needed_copies(256, None, "trtllm") == 0 and needed_copies(1, wide, "trtllm") == 0
+    assert needed_copies(256, Layout(72, attention_ranks=72), "trtllm") == 0  # no EP stated
     head = "model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,output_len"
     head += ",metric,value,unit,notes\n"
     row = "DeepSeek-R1,FP4,GB200 NVL72,{n},{layout},max load,1024,1024,throughput_per_gpu,5000,"

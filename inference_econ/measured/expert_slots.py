@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from ..errors import SpecError, short
+from ..model.moe import fewest_copies
 from ..specs.architecture import MOST_REDUNDANT_EXPERTS
 from .semantics import scenario_part
 
@@ -53,18 +54,16 @@ def _count(text: str, what: str, most: int, where: str, field: str) -> int:
     return int(digits)
 
 
-def fewest_copies(experts: int, expert_degree: int | None, engine: str | None) -> int:
-    """The redundant experts a layout of ``expert_degree`` needs beside ``experts`` on an
-    engine whose balancer splits its slots evenly (TensorRT-LLM's ``num_slots % ep_size``,
-    SGLang's ``num_physical_experts % ep_size``; no engine named: the preset's TensorRT-LLM):
-    the fewest that make the slots a multiple of the degree (EP72 of DeepSeek's 256 experts:
-    288 slots, 32 copies); 0 where the degree divides the experts, and under vLLM, which
-    splits experts unevenly instead."""
-    if not expert_degree or experts <= 1 or experts % expert_degree == 0:
+def needed_copies(experts: int, layout, engine: str | None) -> int:
+    """The redundant experts a row's layout (``layouts.Layout``; None: not stated) needs
+    beside ``experts`` for its stated expert degree on an engine whose balancer splits its
+    slots evenly (TensorRT-LLM's ``num_slots % ep_size``, SGLang's ``num_physical_experts %
+    ep_size``; no engine named: the preset's TensorRT-LLM): the fewest
+    (``moe.fewest_copies``); none under vLLM, which splits experts unevenly instead."""
+    degree = None if layout is None else layout.expert
+    if not degree or (engine is not None and engine.lower().startswith("vllm")):
         return 0
-    if engine is not None and engine.lower().startswith("vllm"):
-        return 0
-    return -(-experts // expert_degree) * expert_degree - experts
+    return fewest_copies(experts, degree)
 
 
 def redundant_experts_of(text, scenario, notes: str, where: str, experts: int) -> int | None:

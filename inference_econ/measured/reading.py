@@ -39,7 +39,7 @@ from . import metric_names as mn
 from . import semantics as sem
 from .bench_limits import overview_graphs, runs_own_limits
 from .derived import context_of, is_derived, parents_of
-from .expert_slots import fewest_copies, redundant_experts_of
+from .expert_slots import needed_copies, redundant_experts_of
 from .overlap_words import exchange_of, overlap_of
 from .resolving import (
     as_released,
@@ -132,7 +132,7 @@ class MeasuredRow:
     #: §F7); None: not stated (one batch a step).
     two_batch_overlap: bool | None = None
     #: The redundant experts were not stated: the fewest its layout's expert degree needs
-    #: (``expert_slots.fewest_copies``).
+    #: (``expert_slots.needed_copies``).
     copies_needed: bool = False
     #: How the row states its engine exchanged a MoE's tokens (``overlap_words.exchange_of``:
     #: gather, deepep or all_to_all, §F7); None: not stated (the engine's default backend).
@@ -659,11 +659,7 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
         else layouts.row_layout(rec.get("parallelism"), context, scenario, serving, where)
     )
     per, per_count = basis_of(rec, metric, gpus, count, base["gpu"], decode_gpus)
-    needed = (
-        0
-        if copies is not None or layout is None
-        else fewest_copies(experts, layout.expert, engine.name)
-    )
+    needed = 0 if copies is not None else needed_copies(experts, layout, engine.name)
     if needed:  # an expert degree that does not divide the experts runs on balanced slots
         base["arch"] = base["arch"].with_redundant_experts(needed)
     base.update(

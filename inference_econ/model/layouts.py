@@ -21,8 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import SpecError
+from ..specs.architecture import MOST_REDUNDANT_EXPERTS
 from .latency import StepModel, divisors, engine_attention_degrees, launched_attention_degrees
 from .machine import square_split
+from .moe import fewest_copies
 from .step_calls import NO_CACHE, StepCache, expert_degree
 
 
@@ -371,7 +373,21 @@ def uneven_reason(
         )
         + "(docs/model.md §B7)"
         + (f"; {listed} GPUs do" if near else "")
+        + _copies_hint(model.work, n)
         + ("; without --discrete the continuous model lays out any count" if continuous else "")
+    )
+
+
+def _copies_hint(work, n: int) -> str:
+    """Where redundant copies would let a MoE's routed experts split over all ``n`` GPUs (the
+    fewest, ``moe.fewest_copies``) and none are held: the option that gives them."""
+    experts = max((int(g.experts) for g in work.groups), default=1)
+    copies = fewest_copies(experts, n)
+    if work.redundant_experts or not 0 < copies <= MOST_REDUNDANT_EXPERTS:
+        return ""
+    return (
+        f"; its {experts} experts split over all {n} GPUs only with redundant copies: "
+        f"--redundant-experts {copies} ({experts + copies} slots)"
     )
 
 

@@ -76,6 +76,14 @@ def routing_of(model_class: str, stated: str | None = None) -> str:
 EPLB_RANK_LOAD = 1.11
 
 
+def fewest_copies(experts: int, ep: int) -> int:
+    """The fewest redundant experts that split ``experts`` and their copies evenly over ``ep``
+    ranks (EP72 of DeepSeek's 256 experts: 32, 288 slots); 0 where ``ep`` divides them."""
+    if experts <= 1 or ep <= 1 or experts % ep == 0:
+        return 0
+    return -(-experts // ep) * ep - experts
+
+
 def balanced_slots(experts, copies, ep):
     """Where ``copies`` redundant experts beside ``experts`` balance a layout's load: the
     experts parallel (``ep`` > 1) and the slots split evenly over its ranks, as every engine's
