@@ -285,7 +285,7 @@ def test_busiest_rank_tokens_hand_computed():
     charged ``ranks`` times the busiest rank's ceil(N / ranks) chunks."""
     from math import ceil, exp, factorial
 
-    from inference_econ.load.engine import busiest_rank_tokens
+    from inference_econ.load.layout_choice import busiest_rank_tokens
 
     def by_hand(n, chunk, ranks):
         terms = (exp(-n) * n**k / factorial(k) * ceil(k / ranks) for k in range(60))
@@ -311,7 +311,8 @@ def test_a_load_chooses_the_layout_its_ranks_run_fastest(dsv3):
     of the four SGLang runs (its attention DP may span part of the tensor group; TensorRT-LLM's
     spans all of it or none: two layouts)."""
     from inference_econ.load.arrivals import make_traffic
-    from inference_econ.load.engine import DEFAULT_ENGINE, OfferedLoad
+    from inference_econ.load.engine import DEFAULT_ENGINE
+    from inference_econ.load.layout_choice import OfferedLoad
     from inference_econ.load.results import summarise
     from inference_econ.load.targets import Targets
 

@@ -1036,16 +1036,17 @@ def test_a_request_holds_its_whole_length_where_the_engine_reserves_it():
     2,000 layer-positions under TensorRT-LLM's no-evict admission, which reserves the whole
     request; 32 x 1,500 where the cache holds the context alone (recompute admission), and
     where the load states no lengths of its own (``SATURATED``)."""
-    from inference_econ.load import engine
+    from inference_econ.load import engine, layout_choice
 
     setting = make_setting("Llama 3 8B", "H100", assumptions="achievable")
     trtllm = engine.engine_config(engine.EngineConfig(engine_own=engine.ENGINE_OWN), setting)
     model = engine.layout_search(setting, 1).model
-    load = engine.OfferedLoad(5.0, 1000.0, 1000.0)
+    load = layout_choice.OfferedLoad(5.0, 1000.0, 1000.0)
+    held = layout_choice.held_per_request
     assert trtllm.admission == "no_evict"
-    assert engine.held_per_request(model, trtllm, 1500.0, load) == 32 * 2000
-    assert engine.held_per_request(model, engine.DEFAULT_ENGINE, 1500.0, load) == 32 * 1500
-    assert engine.held_per_request(model, trtllm, 1500.0, engine.SATURATED) == 32 * 1500
+    assert held(model, trtllm, 1500.0, load) == 32 * 2000
+    assert held(model, engine.DEFAULT_ENGINE, 1500.0, load) == 32 * 1500
+    assert held(model, trtllm, 1500.0, layout_choice.SATURATED) == 32 * 1500
 
 
 def test_attention_ranks_prompts_are_charged_as_their_own_chunks():
@@ -1057,15 +1058,54 @@ def test_attention_ranks_prompts_are_charged_as_their_own_chunks():
     attention from 14 req/s, where the former falls behind."""
     from inference_econ.load import engine
     from inference_econ.load.deployment import budget_sized
+    from inference_econ.load.layout_choice import OfferedLoad
 
     setting = make_setting("DeepSeek-R1", "B200", assumptions="achievable", weight_bits=8)
     config = engine.engine_config(engine.EngineConfig(engine_own=engine.ENGINE_OWN), setting)
     search = engine.layout_search(budget_sized(setting, config), 8)
     chosen = [
-        search.choose(config, 1448.15, engine.OfferedLoad(rate, 1000.0, 1000.0))
+        search.choose(config, 1448.15, OfferedLoad(rate, 1000.0, 1000.0))
         for rate in (10.0, 14.0, 20.0)
     ]
     assert [layout.attention_divisor for layout in chosen] == [1.0, 8.0, 8.0]
+
+
+def test_the_kernel_clocks_layout_choice_reads_the_step_tables_its_instances_run_on():
+    """Under the kernel clock the layout estimate reads each layout's step table (§E6), the
+    one its instance then runs on: DeepSeek-R1 (FP8) on 8 B200 under TensorRT-LLM at
+    1,000/1,000 takes tensor-parallel attention at 10 req/s and DEP8 from 12 req/s, where the
+    kernel clock's TP8 falls behind (the engine clock's estimate had kept TP8 to 16 req/s)."""
+    from inference_econ.load import engine
+    from inference_econ.load.deployment import budget_sized
+    from inference_econ.load.layout_choice import OfferedLoad
+    from inference_econ.model.assumptions import ACHIEVABLE
+
+    kernels = ACHIEVABLE.replace(kernel_tables=True)
+    setting = make_setting("DeepSeek-R1", "B200", assumptions=kernels, weight_bits=8)
+    config = engine.EngineConfig(engine_own=engine.ENGINE_OWN)
+    setting = budget_sized(setting, engine.engine_config(config, setting))
+    search = engine.layout_search(setting, 8)
+    chosen = [search.choose(config, 1448.15, OfferedLoad(r, 1e3, 1e3)) for r in (10.0, 12.0, 16.0)]
+    assert [layout.attention_divisor for layout in chosen] == [1.0, 8.0, 8.0]
+    load = OfferedLoad(16.0, 1e3, 1e3)
+    inst = engine.build_instance(setting, 8, config, 1448.15, load=load, search=search)
+    kept = (inst.layout, engine.table_tokens(inst.config, inst.layout), 1e3)
+    assert inst.layout == chosen[-1] and kept in search.tables  # the table the choice read
+
+
+def test_the_bound_beside_a_plan_holds_the_profiles_batch_on_every_rank():
+    """The ideal engine's scheduler beside an engine profile's plan: TensorRT-LLM's 2,048
+    requests a rank on each of 8 GPUs (16,384; the ideal engine's own 256 had held DeepSeek-R1
+    on DEP8 below the engine it bounds), a cap the user gave kept, no profile no change."""
+    from inference_econ.load import engine
+
+    trtllm = make_setting("DeepSeek-R1", "B200", assumptions="achievable", weight_bits=8)
+    config = engine.EngineConfig(engine_own=engine.ENGINE_OWN)
+    assert engine.bound_config(config, trtllm, 8).max_batch_requests == 2048 * 8
+    given = engine.EngineConfig(max_batch_requests=64)
+    assert engine.bound_config(given, trtllm, 8).max_batch_requests == 64
+    refined = make_setting("DeepSeek-R1", "B200", weight_bits=8)
+    assert engine.bound_config(config, refined, 8) == config
 
 
 # --- the command line -----------------------------------------------------------------------------

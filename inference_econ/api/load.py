@@ -311,7 +311,9 @@ def capacity(
     CapacityPlan
         The plan, its candidates and the reasons for the choice.
     """
+    from ..load.engine import bound_config
     from ..load.failures import Failures
+    from ..optimise.candidates import instance_sizes
     from ..optimise.confident import confident_plan
     from ..serving.intervals import ideal
 
@@ -331,7 +333,9 @@ def capacity(
         progress(f"the ideal bound beside it ({bounds[0].assumptions.label} preset)")
     try:  # the same search under the ideal preset (no failures: a bound)
         ideal_pools = None if pools is None else tuple([ideal(s) for s in p] for p in pools)
-        bound = _cheapest(bounds, ideal_pools, inputs, sizes, progress)
+        largest = max(sizes or instance_sizes(candidates[0], candidates[0].max_gpus))
+        limits = bound_config(inputs.config, candidates[0], largest)
+        bound = _cheapest(bounds, ideal_pools, inputs._replace(config=limits), sizes, progress)
     except InfeasibleError as exc:
         bound = str(exc)
     return confident_plan(

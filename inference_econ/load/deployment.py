@@ -25,15 +25,13 @@ from ..serving.setting import Setting
 from .arrivals import Arrivals, Traffic
 from .engine import (
     DEFAULT_ENGINE,
-    SATURATED,
     EngineConfig,
     Instance,
     LayoutSearch,
-    OfferedLoad,
     budget_sized,
-    layout_capacity,
     layout_search,
 )
+from .layout_choice import SATURATED, OfferedLoad, layout_capacity
 from .records import RunRecord
 from .results import LoadResult, Measured, RequestLatencies, RunSetup, assemble, measured_of
 from .routing import GROUP

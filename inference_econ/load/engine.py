@@ -27,7 +27,6 @@ from ..model.mixed_step import (
     StepTable,
     candidate_layouts,
     captured_sizes,
-    mixed_step_s,
     with_graphs,
 )
 from ..model.step_calls import whole_expert_degrees
@@ -43,6 +42,7 @@ from ..specs.engine import (
     PrefillMode,
 )
 from .kv_tiers import KvTier, TierSpace, check_tiers, tier_space
+from .layout_choice import SATURATED, OfferedLoad, choose_layout, layout_capacity
 from .speculation import DraftEngine, SpecSchedule, draft_engine, resident_draft
 
 if TYPE_CHECKING:
@@ -314,6 +314,18 @@ def engine_config(config: EngineConfig, setting: Setting) -> EngineConfig:
     )
 
 
+def bound_config(config: EngineConfig, setting: Setting, gpus: int) -> EngineConfig:
+    """The ideal engine's scheduler beside an engine profile's plan (its bound, §E6): where the
+    profile sets the batch cap, one no tighter than the profile's on an instance of ``gpus``
+    GPUs, each of whose attention ranks may hold the profile's cap (TensorRT-LLM: 2,048 a rank,
+    16,384 over DEP8), so that a perfect engine is never held below the engine it bounds by a
+    scheduler limit (a larger cap never lowers the load an instance holds)."""
+    if "max_batch_requests" not in config.engine_own or setting.assumptions.profile() is None:
+        return config
+    own = engine_config(config, setting).max_batch_requests * max(int(gpus), 1)
+    return dataclasses.replace(config, max_batch_requests=max(config.max_batch_requests, own))
+
+
 def budget_sized(setting: Setting, config: EngineConfig) -> Setting:
     """The setting whose engine sets its activation memory aside at the step budget ``config``
     states (one attention rank's, as a load's settings give it: before ``on_layout``; §F8);
@@ -328,173 +340,6 @@ def budget_sized(setting: Setting, config: EngineConfig) -> Setting:
     if sized is prof:
         return setting
     return setting.replace(assumptions=setting.assumptions.replace(engine=sized))
-
-
-@dataclass(frozen=True)
-class OfferedLoad:
-    """What one instance is offered, for choosing its layout (§E6): requests per second and
-    the mean prompt and output tokens of a request."""
-
-    rate_per_s: float
-    prompt_tokens: float
-    output_tokens: float
-
-
-#: Saturation: the layout is chosen for the most requests per second.
-SATURATED = OfferedLoad(math.inf, 1024.0, 256.0)
-
-#: Step times tried when solving for the steady state (§E7): 10 µs to 100 s, 0.5 % apart.
-_TAU_GRID = np.geomspace(1e-5, 100.0, 3230)
-
-
-def steady_step_s(
-    model, prefill_work, layout, load: OfferedLoad, context, batch_cap, budget, floor=None, ranks=1
-):
-    """The mean step time of ``layout`` once the offered load has settled (§E6), inf when the
-    load outgrows it: the smallest step time tau with step(lam·O·tau requests decoding,
-    lam·P·tau prompt tokens) <= tau, found on a geometric grid of tau. ``floor``: the step
-    time of one request decoding at the context (``_floor_s``; computed when not given).
-    ``ranks``: data-parallel attention ranks that schedule their own requests (§F9 "Attention
-    DP"), each with its share of the prompts and of the budget: a step lasts as long as its
-    busiest rank's: its prompt work counts ``ranks`` times (``busiest_rank_tokens``)."""
-    lam, P, out = load.rate_per_s, load.prompt_tokens, load.output_tokens
-    if not math.isfinite(lam):
-        return math.inf
-    if floor is None:
-        floor = _floor_s(model, prefill_work, layout, context)
-    per_step = lam * max(out, 1.0)
-    top = min(batch_cap / per_step, budget / (lam * (max(out, 1.0) + P))) if lam > 0 else floor
-    if top < floor:
-        return math.inf
-    # one grid for every layout and every limit: a limit only decides whether the settled
-    # step time is allowed, never where it falls (so a larger limit cannot move a choice)
-    # (step times above ``top`` are refused whatever they solve: the grid stops there, and
-    # the first settled step time is the one of the whole grid when it is allowed)
-    tau = _TAU_GRID[(floor <= _TAU_GRID) & (top >= _TAU_GRID)]
-    if not tau.size:
-        return math.inf
-    decoding = np.maximum(per_step * tau, 1.0)
-    # prompts arrive in chunks of up to ``budget`` tokens: a share of the steps carries one
-    # (the step time is not linear in the prompt tokens of a step, so spreading them evenly
-    # over every step would flatter layouts that are slow on a chunk)
-    share = np.minimum(lam * P * tau / budget, 1.0) if P > 0 else np.zeros_like(tau)
-    prompts = None  # one chunk of the whole budget
-    if ranks > 1 and P > 0:
-        share = np.minimum(busiest_rank_tokens(lam * tau, P, budget / ranks, ranks) / budget, 1.0)
-        # the ranks' budget in their own prompts' chunks, each attending to itself alone
-        prompts = np.repeat([0.0, budget / min(P, budget / ranks)], tau.size)
-    # the steps without and with a chunk in one evaluation (the model is elementwise)
-    both = mixed_step_s(
-        model,
-        prefill_work,
-        layout,
-        np.concatenate([decoding, decoding]),
-        context,
-        np.repeat([0.0, float(budget)], tau.size),
-        prefill_prompts=prompts,
-    )
-    step = (1.0 - share) * both[: tau.size] + share * both[tau.size :]
-    settled = np.flatnonzero(step <= tau * (1 + 1e-9))
-    if not settled.size or tau[settled[0]] > top:
-        return math.inf  # the load outgrows the layout's batch or token limit
-    return float(tau[settled[0]])
-
-
-def busiest_rank_tokens(prompts, prompt_tokens, rank_budget, ranks):
-    """Prompt tokens a step charges on average when ``ranks`` attention ranks each take their
-    own prompts (``simulate``'s ``_rank_step``): ``ranks`` times the busiest rank's. The
-    prompts arriving per step (``prompts``, an array; a Poisson count), in chunks of
-    min(prompt, ``rank_budget``) tokens, each go to the least-loaded rank (TensorRT-LLM's
-    ``_balance_requests_across_ranks``), so the busiest rank takes ceil(N / ranks) of the N
-    chunks: E[ceil(N / ranks)] = sum over j >= 0 of P(N > j·ranks). One rank: the prompt
-    tokens themselves."""
-    chunk = float(min(prompt_tokens, rank_budget))
-    n = np.asarray(prompts, dtype=float) * prompt_tokens / chunk  # chunks per step
-    top = float(np.max(n, initial=0.0))
-    k = np.arange(1, int(np.ceil(top + 12.0 * np.sqrt(top) + 12.0)))
-    # P(N <= k) from the Poisson terms e^-n n^k / k!, built up in k
-    first = np.exp(-n)[:, None]
-    cdf = np.cumsum(np.hstack([first, np.cumprod(n[:, None] / k[None, :], axis=1) * first]), 1)
-    most = np.sum(1.0 - cdf[:, ::ranks], axis=1)  # P(N > j·ranks), j = 0, 1, ...
-    return ranks * chunk * most
-
-
-def _floor_s(model, prefill_work, layout, context) -> float:
-    """Seconds of a step of one request decoding at ``context``: the least a settled step
-    takes (``steady_step_s``)."""
-    return float(mixed_step_s(model, prefill_work, layout, 1.0, context, 0.0))
-
-
-def layout_capacity(model: StepModel, capacity: float, layout: EngineLayout) -> float:
-    """Layer-positions of KV cache a layout holds: ``capacity`` (one attention replica's)
-    less the room its attention replicas' weights take (§F8), over the copies its attention
-    group keeps (§B13)."""
-    adiv = layout.attention_divisor
-    if adiv > 1.0 and model.engine is not None:
-        one = float(model.kv_capacity_bytes(layout.gpus))
-        share = (
-            max(float(model.kv_capacity_bytes(layout.gpus, adiv)), 0.0) / one if one > 0 else 0.0
-        )
-        capacity = capacity * share
-    return capacity / float(model.kv_copies(layout.attention_degree))
-
-
-def held_per_request(model, config, context: float, load: OfferedLoad) -> float:
-    """Layer-positions of KV cache one request holds as a layout's batch is counted (§E6):
-    its context's; under no-evict admission (TensorRT-LLM's) its whole length, prompt and
-    output, which the engine reserves when it admits it (``scheduling.NoEvict``)."""
-    reach = context
-    if config.admission == "no_evict" and load != SATURATED:
-        reach = max(context, load.prompt_tokens + load.output_tokens)
-    return max(float(model.work.held_positions(reach)), 1.0)
-
-
-def choose_layout(
-    model, prefill_work, options, config, capacity, context, load, floors=None
-) -> EngineLayout:
-    """The layout that runs the offered load fastest (§E6); ``floors`` keeps each layout's
-    ``_floor_s`` by context, and the choice when saturated (a load search chooses at many
-    loads)."""
-    floors = {} if floors is None else floors
-    for lay in options:
-        if (lay, context) not in floors:
-            floors[lay, context] = _floor_s(model, prefill_work, lay, context)
-    per_request = held_per_request(model, config, context, load)
-    # each layout's limits (per attention rank where the engine's are, ``on_layout``)
-    configs = [config.on_layout(lay) for lay in options]
-    # the KV cache holds fewer requests where attention keeps copies of it (§B13)
-    batches = [  # np.clip(held, 1, top), in floats
-        int(
-            min(
-                max(layout_capacity(model, capacity, lay) // per_request, 1.0),
-                float(cfg.max_batch_requests),
-            )
-        )
-        for lay, cfg in zip(options, configs)
-    ]
-    budgets = [cfg.step_token_budget for cfg in configs]
-    # the ranks of a data-parallel attention layout schedule their own requests (``simulate``)
-    ranks = [int(round(lay.attention_divisor)) if config.rank_scheduling else 1 for lay in options]
-    steady = [
-        steady_step_s(
-            model, prefill_work, lay, load, context, batch, budget, floors[lay, context], r
-        )
-        for lay, batch, budget, r in zip(options, batches, budgets, ranks)
-    ]
-    if math.isfinite(min(steady)):
-        return options[int(np.argmin(steady))]
-    # saturated: decode at the largest batch plus prompts in full chunks, per request (the
-    # same at every rate: kept with the floors)
-    P, out = max(load.prompt_tokens, 0.0), max(load.output_tokens, 1.0)
-    key = ("saturated", context, P, out, tuple(budgets), tuple(batches), tuple(options))
-    if key not in floors:
-        per_request_s = [
-            out * float(mixed_step_s(model, prefill_work, lay, batch, context, 0.0)) / batch
-            + P * float(mixed_step_s(model, prefill_work, lay, 0.0, context, budget)) / budget
-            for lay, batch, budget in zip(options, batches, budgets)
-        ]
-        floors[key] = options[int(np.argmin(per_request_s))]
-    return floors[key]
 
 
 #: How a run's note on redundant experts that balance nothing begins (``Instance.
@@ -604,6 +449,8 @@ class LayoutSearch:
     bytes_per_position: float = 0.0
     #: Each layout's least step time by context (``choose_layout``'s ``floors``).
     floors: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
+    #: Step tables the kernel clock's layout choice read, by layout, size and prompt.
+    tables: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     @functools.cached_property
     def chosen_from(self) -> tuple:
@@ -617,6 +464,13 @@ class LayoutSearch:
         return flat or self.options
 
     def choose(self, config: EngineConfig, context: float, load: OfferedLoad) -> EngineLayout:
+        prompt = offered_prompt(load)
+
+        def tables(layout, on_layout):  # the kernel clock's steps, as the instance reads them
+            small = table_tokens(on_layout, layout) <= CHOICE_TABLE_TOKENS
+            return self.table(layout, on_layout, prompt) if small else None
+
+        kernel_clock = self.model.engine is not None and self.model.assumptions.kernel_tables
         return choose_layout(
             self.model,
             self.prefill_work,
@@ -626,7 +480,16 @@ class LayoutSearch:
             context,
             load,
             self.floors,
+            tables if kernel_clock else None,
         )
+
+    def table(self, layout: EngineLayout, config: EngineConfig, prompt) -> StepTable:
+        """The step table of ``layout`` under ``config`` (on its layout), kept for the search:
+        its layout choice and the instance it builds read the same one."""
+        key = (layout, table_tokens(config, layout), prompt)
+        if key not in self.tables:
+            self.tables[key] = step_table(self.model, layout, key[1], prompt)
+        return self.tables[key]
 
 
 def fits_on_fewer(model: StepModel, gpus: int) -> bool:
@@ -740,6 +603,28 @@ def step_table(model: StepModel, layout: EngineLayout, max_tokens, prompt) -> St
     return table
 
 
+def table_tokens(config: EngineConfig, layout: EngineLayout) -> int:
+    """The most tokens a step of an instance under ``config`` (on its layout) looks up: its
+    step table's size. A data-parallel attention layout's step is looked up at its decoding
+    requests plus the ranks times its busiest rank's prompt tokens (``simulate``): at most the
+    batch plus the token budget."""
+    if config.rank_scheduling and layout.attention_divisor > 1:
+        return config.step_token_budget + config.max_batch_requests
+    return max(config.step_token_budget, config.max_batch_requests)
+
+
+def offered_prompt(load: OfferedLoad) -> float | None:
+    """The prompt the kernel clock reads a table's prompt attention at
+    (``StepTable.at_prompt``): the offered load's mean, where it states one."""
+    return load.prompt_tokens if 0.0 < load.prompt_tokens < math.inf else None
+
+
+#: The largest step table (tokens) the kernel clock's layout choice builds for a layout; a
+#: larger one's steps are estimated by the step model instead (a table of 70,000 tokens of
+#: DeepSeek-R1 over 8 ranks takes about a second to build).
+CHOICE_TABLE_TOKENS = 1 << 17
+
+
 def build_instance(
     setting: Setting,
     gpus: int,
@@ -755,15 +640,13 @@ def build_instance(
     if layout is None:
         layout = search.choose(config, reference_context, load)
     config = engine_config(config, setting).on_layout(layout)
-    max_tokens = max(config.step_token_budget, config.max_batch_requests)
-    if config.rank_scheduling and layout.attention_divisor > 1:
-        # a step is looked up at its decoding requests plus the ranks times its busiest rank's
-        # prompt tokens (``simulate``): at most the batch plus the token budget
-        max_tokens = config.step_token_budget + config.max_batch_requests
+    max_tokens = table_tokens(config, layout)
     _check_table(setting, gpus, layout, search.model, max_tokens)
-    # the kernel clock reads its prompt attention at the offered prompt (``StepTable.at_prompt``)
-    prompt = load.prompt_tokens if 0.0 < load.prompt_tokens < math.inf else None
-    table = step_table(search.model, layout, max_tokens, prompt)
+    prompt = offered_prompt(load)
+    key = (layout, max_tokens, prompt)
+    table = search.tables.get(key)
+    if table is None:
+        table = step_table(search.model, layout, max_tokens, prompt)
     if config.graph_batch_sizes:  # decode-only steps padded to the CUDA graph they replay
         ranks = max(int(round(layout.attention_divisor)), 1)
         table = with_graphs(table, config.captured_graphs(ranks), ranks)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..load.engine import busiest_rank_tokens
+from ..load.layout_choice import busiest_rank_tokens
 from ..load.scheduling import PREFILL
 from ..model.efficiency import StepWork, concatenate
 from ..model.latency import StepModel

@@ -625,6 +625,34 @@ class StepTable:
         return gpu
 
 
+def table_steps_s(
+    table: StepTable, tokens, kv_positions, attention_positions, requests, largest, prompt_att
+):
+    """``table.time_s`` over arrays of steps whose prompt chunks start from nothing (what they
+    attend, ``prompt_att``, is read from no cache): the layout choice's estimate reads the
+    table as the simulation does (§E6)."""
+    T = np.asarray(tokens, dtype=np.int64)
+    r = np.asarray(requests, dtype=float)
+    if table.bubbles:  # a step's row and scale depend on its sequences (§B12): one by one
+        each = np.broadcast_arrays(T, kv_positions, attention_positions, r, largest, prompt_att)
+        flat = zip(*(np.ravel(x) for x in each))
+        one = [table.time_s(int(t), k, a, q, b, 0.0, pa) for t, k, a, q, b, pa in flat]
+        return np.reshape(one, each[0].shape)
+    att, after = np.asarray(attention_positions, dtype=float), 0.0
+    if table.serial_prompts:
+        att, after = att - prompt_att, table.prompt_attention_s * np.asarray(prompt_att)
+    fixed, memory, compute = (
+        np.asarray(column, dtype=float)[T]
+        for column in (table.fixed_s, table.memory_s, table.compute_s)
+    )
+    gpu = fixed + table.sequence_s * r + after
+    gpu += np.maximum(
+        memory + table.kv_s * kv_positions + table.request_s * r,
+        compute + table.attention_s * att,
+    )
+    return np.where(T == 0, 0.0, table._floored(gpu, r))
+
+
 def decode_step_s(terms: tuple, positions: float) -> float:
     """The GPU's seconds (no host floor) of one decode-only step of a table's
     ``StepTable.decode_terms`` at ``positions``: the larger of the memory and compute lines."""
