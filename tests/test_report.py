@@ -218,10 +218,13 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
         assert words in hover, (words, hover)
 
 
-def test_a_report_says_which_cells_are_bounds_and_gives_the_expected_ones_intervals(tmp_path):
+def test_a_report_says_which_cells_are_bounds_and_gives_the_expected_ones_intervals(
+    tmp_path, one_worker_process
+):
     """A study of one GPU under refined and achievable: the page had said nothing of bound or
     expected, listed a '90 % interval' band of the bound (all NaN), and gave its key figures
-    without their intervals, beside each other."""
+    without their intervals, beside each other. Its two cells go to the worker processes of
+    the default ``--jobs`` (``one_worker_process``)."""
     study = tmp_path / "s.yaml"
     study.write_text(
         "title: Bound and expected\n"

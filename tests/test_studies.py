@@ -583,9 +583,12 @@ def test_frontier_csv_in_chunks_is_the_same_bytes(tiny_run, tmp_path):
     ).encode()
 
 
-def test_a_study_states_the_model_its_defaults_name_by_name_and_shipped_file(tmp_path):
+def test_a_study_states_the_model_its_defaults_name_by_name_and_shipped_file(
+    tmp_path, one_worker_process
+):
     """A model in ``defaults`` had been stated by its absolute path ("/home/.../models/
-    llama-3.1-8b.yaml"): its name and its file as every output names a shipped one."""
+    llama-3.1-8b.yaml"): its name and its file as every output names a shipped one. Its two
+    cells go to the worker processes of the default ``--jobs`` (``one_worker_process``)."""
     path = tmp_path / "s.yaml"
     path.write_text(
         "title: one model\naxes:\n  hardware: [H100-paper, A100-paper]\n"
