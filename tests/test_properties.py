@@ -19,7 +19,9 @@ configs = st.tuples(
 )
 
 
-@settings(max_examples=60, deadline=None)
+# Each run draws new random configurations (these properties are not derandomised): 20 to 30
+# a run nearly always draw each model, precision and context of ``configs``; later runs others.
+@settings(max_examples=30, deadline=None)
 @given(configs)
 def test_breakdown_adds_up_and_is_non_negative(config):
     model, gpus, batch, context, bits = config
@@ -35,7 +37,7 @@ def test_breakdown_adds_up_and_is_non_negative(config):
     assert row.usd_per_mtok > 0 and row.tokens_per_s > 0
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(
     configs,
     st.sampled_from(
@@ -58,7 +60,7 @@ def test_better_hardware_is_never_slower(config, field):
     assert fast.latency_s <= base.latency_s * (1 + 1e-12)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(configs)
 def test_longer_context_is_never_faster(config):
     model, gpus, batch, context, bits = config
