@@ -1096,14 +1096,20 @@ def test_the_kernel_clocks_layout_choice_reads_the_step_tables_its_instances_run
 def test_the_bound_beside_a_plan_holds_the_profiles_batch_on_every_rank():
     """The ideal engine's scheduler beside an engine profile's plan: TensorRT-LLM's 2,048
     requests a rank on each of 8 GPUs (16,384; the ideal engine's own 256 had held DeepSeek-R1
-    on DEP8 below the engine it bounds), a cap the user gave kept, no profile no change."""
+    on DEP8 below the engine it bounds), a cap the user gave on each of the ranks where the
+    profile's limits hold per rank (TensorRT-LLM's) and kept where they hold per instance
+    (SGLang's), no profile no change."""
     from inference_econ.load import engine
 
     trtllm = make_setting("DeepSeek-R1", "B200", assumptions="achievable", weight_bits=8)
     config = engine.EngineConfig(engine_own=engine.ENGINE_OWN)
     assert engine.bound_config(config, trtllm, 8).max_batch_requests == 2048 * 8
     given = engine.EngineConfig(max_batch_requests=64)
-    assert engine.bound_config(given, trtllm, 8).max_batch_requests == 64
+    assert engine.bound_config(given, trtllm, 8).max_batch_requests == 64 * 8
+    sglang = make_setting(
+        "DeepSeek-R1", "B200", assumptions="achievable", engine="sglang", weight_bits=8
+    )
+    assert engine.bound_config(given, sglang, 8).max_batch_requests == 64
     refined = make_setting("DeepSeek-R1", "B200", weight_bits=8)
     assert engine.bound_config(config, refined, 8) == config
 

@@ -319,10 +319,15 @@ def bound_config(config: EngineConfig, setting: Setting, gpus: int) -> EngineCon
     profile sets the batch cap, one no tighter than the profile's on an instance of ``gpus``
     GPUs, each of whose attention ranks may hold the profile's cap (TensorRT-LLM: 2,048 a rank,
     16,384 over DEP8), so that a perfect engine is never held below the engine it bounds by a
-    scheduler limit (a larger cap never lowers the load an instance holds)."""
-    if "max_batch_requests" not in config.engine_own or setting.assumptions.profile() is None:
+    scheduler limit (a larger cap never lowers the load an instance holds). A cap the user gave
+    is the profile's where its limits hold per attention rank (``--max-batch 64`` under
+    TensorRT-LLM: 64 a rank, 512 over DEP8), and the instance's otherwise (kept)."""
+    if setting.assumptions.profile() is None:
         return config
-    own = engine_config(config, setting).max_batch_requests * max(int(gpus), 1)
+    engine = engine_config(config, setting)
+    if "max_batch_requests" not in config.engine_own and not engine.per_attention_rank:
+        return config
+    own = engine.max_batch_requests * max(int(gpus), 1)
     return dataclasses.replace(config, max_batch_requests=max(config.max_batch_requests, own))
 
 
