@@ -185,6 +185,26 @@ def test_a_rack_of_72_gpus_splits_deepseeks_experts_on_288_slots():
     assert point.expert_degree == 72
 
 
+def test_a_refused_whole_layout_names_copies_only_where_they_give_one():
+    """The refusal of a count of GPUs names redundant copies only where their slots give the
+    count a whole layout: 16 copies held on 72 GPUs (272 slots) are named as not splitting and
+    32 as the copies that do; on 70 GPUs the 24 copies that split the experts (280 slots) are
+    not named, as no whole layout of 70 GPUs exists with them either (refused again)."""
+
+    def refusal(gpus, copies):
+        args = ["point", "DeepSeek-R1", "-H", "GB200-NVL72", "--gpus", str(gpus), "--batch",
+                "2048", "--discrete", "--redundant-experts", str(copies)]  # fmt: skip
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 1 and f"no whole layout of {gpus} GPUs" in result.output
+        return result.output
+
+    held = refusal(72, 16)
+    assert "256 experts and 16 redundant copies (272 slots) do not split over all 72" in held
+    assert "--redundant-experts 32 (288 slots) does" in held
+    for copies in (0, 24):
+        assert "--redundant-experts" not in refusal(70, copies)
+
+
 def test_an_expert_degree_that_splits_no_experts_evenly_runs_on_the_fewest_slots(tmp_path):
     """DeepSeek-R1's 256 experts over EP72 ("WideEP 72" on a GB200 NVL72 rack) run only on
     balanced slots under TensorRT-LLM and SGLang (num_slots % ep_size): a row that states

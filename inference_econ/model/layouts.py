@@ -16,6 +16,7 @@ given configuration with ``discrete``).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -332,14 +333,17 @@ def attention_splits_evenly(model, t_at: int, two_d: bool) -> bool:
     return all(_divides(side, model.work.d_model, model.work.tp_heads) for side in _sides(t_at))
 
 
-def splits_evenly(model, gpus: int, pipeline: bool = True) -> bool:
+def splits_evenly(model, gpus: int, pipeline: bool = True, micro_batch: float = 1.0) -> bool:
     """Whether some whole layout of ``gpus`` GPUs splits the model evenly by §B7's rules
     (a pipeline degree dividing the layers and the GPUs, a feed-forward tensor degree dividing
-    every feed-forward width, attention on one GPU at least), whatever the memory."""
+    every feed-forward width at ``micro_batch``, attention on one GPU at least), whatever the
+    memory."""
     for p in divisors(model.work.layers) if pipeline else [1]:
         if (
             gpus % p == 0
-            and any(ff_splits_evenly(model, gpus // p, 1.0, two).all() for two in (False, True))
+            and any(
+                ff_splits_evenly(model, gpus // p, micro_batch, two).all() for two in (False, True)
+            )
             and launched_attention_degrees(model.work, gpus // p, model.features)
         ):
             return True
@@ -373,22 +377,51 @@ def uneven_reason(
         )
         + "(docs/model.md §B7)"
         + (f"; {listed} GPUs do" if near else "")
-        + _copies_hint(model.work, n)
+        + _copies_hint(model, n, pipeline)
         + ("; without --discrete the continuous model lays out any count" if continuous else "")
     )
 
 
-def _copies_hint(work, n: int) -> str:
+def _copies_hint(model, n: int, pipeline: bool) -> str:
     """Where redundant copies would let a MoE's routed experts split over all ``n`` GPUs (the
-    fewest, ``moe.fewest_copies``) and none are held: the option that gives them."""
+    fewest, ``moe.fewest_copies``) and so give a whole layout (``splits_evenly``) that the
+    copies held (none, or ones whose slots ``n`` does not divide) do not: the option that gives
+    them, and where copies are held, that their slots do not split."""
+    work = model.work
     experts = max((int(g.experts) for g in work.groups), default=1)
     copies = fewest_copies(experts, n)
-    if work.redundant_experts or not 0 < copies <= MOST_REDUNDANT_EXPERTS:
+    held = int(work.redundant_experts)
+    if not 0 < copies <= MOST_REDUNDANT_EXPERTS or (held and (experts + held) % n == 0):
         return ""
+    if not splits_evenly(_WithCopies(model, copies), n, pipeline, _EXPERTS_PARALLEL):
+        return ""  # the experts are not what leaves the count without a layout
+    if held:
+        return (
+            f"; its {experts} experts and {held} redundant copies ({experts + held} slots) do "
+            f"not split over all {n} GPUs: --redundant-experts {copies} "
+            f"({experts + copies} slots) does"
+        )
     return (
         f"; its {experts} experts split over all {n} GPUs only with redundant copies: "
         f"--redundant-experts {copies} ({experts + copies} slots)"
     )
+
+
+#: A micro-batch at which every MoE layer's experts run parallel (``expert_degree``): where
+#: the copies' split is what a whole layout needs.
+_EXPERTS_PARALLEL = 1e12
+
+
+class _WithCopies:
+    """``model`` holding ``copies`` redundant experts (for ``splits_evenly``, which reads its
+    workload, features and assumptions)."""
+
+    def __init__(self, model, copies: int) -> None:
+        self._model = model
+        self.work = dataclasses.replace(model.work, redundant_experts=float(copies))
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
 
 
 def whole_layout(
