@@ -135,8 +135,8 @@ def test_a_measured_row_states_its_slots_or_its_copies(tmp_path):
 
     head = "model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,output_len"
     head += ",metric,value,unit,notes\n"
-    row = "DeepSeek-R1,FP4,GB200 NVL72,32,DEP32,max load,1024,1024,throughput_per_gpu,5000,"
-    row += "output tok/s per GPU,TensorRT-LLM 1.2; "
+    row = "DeepSeek-R1,FP4,GB200 NVL72,16,DEP16,max load,1024,1024,throughput_per_gpu,5000,"
+    row += "output tok/s per GPU,TensorRT-LLM 1.2; "  # 288 and 272 slots both split over 16
     notes = (
         "moe load balancer num_slots: 288",
         "--ep-num-redundant-experts 16",
@@ -237,6 +237,31 @@ def test_an_expert_degree_that_splits_no_experts_evenly_runs_on_the_fewest_slots
     predicted, _, status, engines = comparison.predict_rows(rows[:2], "achievable")
     assert list(status) == ["ok", "ok"] and predicted[0] == predicted[1]
     assert "32 redundant experts (EPLB): the fewest for 288 slots" in engines[0]
+
+
+def test_a_row_stating_slots_its_expert_degree_does_not_split_is_unresolved(tmp_path):
+    """A row of DeepSeek-R1 at "WideEP 72" stating 272 slots (16 copies) or 256 (none) states
+    what TensorRT-LLM does not launch (num_slots % ep_size): it is refused with the fewest
+    slots that split (288), where it had been priced as the experts' own EP8, tensor-split
+    nine ways, under an EP72 label; 288 slots are read, and vLLM, which splits experts
+    unevenly, takes 272."""
+    from inference_econ.measured.reading import load_measured
+
+    head = "model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,output_len"
+    head += ",metric,value,unit,notes\n"
+    row = "DeepSeek-R1,FP4,GB200 NVL72,72,WideEP 72,max load,1024,1024,throughput_per_gpu,5000,"
+    row += "output tok/s per GPU,{engine}; num_slots: {slots}\n"
+    lines = [row.format(engine="TensorRT-LLM 1.2", slots=n) for n in (272, 256, 288)]
+    path = tmp_path / "rows.csv"
+    path.write_text(head + "".join(lines) + row.format(engine="vLLM 0.11", slots=272))
+    rows = load_measured(path)
+    for r, slots in zip(rows, (272, 256)):
+        assert r.status.startswith(
+            f"unresolved: notes: states {slots} expert slots ({slots - 256} redundant experts), "
+            "which its expert degree 72 does not split evenly"
+        )
+        assert "288 (32 redundant experts) is the fewest" in r.status
+    assert [r.arch.redundant_experts for r in rows[2:]] == [32, 16]
 
 
 #: A light load of Qwen3-30B-A3B (128 experts) with 16 redundant experts a layer.

@@ -66,6 +66,29 @@ def needed_copies(experts: int, layout, engine: str | None) -> int:
     return fewest_copies(experts, degree)
 
 
+def check_stated_slots(experts: int, copies: int, layout, engine: str | None, where: str) -> None:
+    """Refuse a row whose stated slots (``experts`` and ``copies``) its stated expert degree
+    does not split evenly on an engine whose balancer needs it (``needed_copies``'s engines:
+    TensorRT-LLM's ``num_slots % ep_size``, SGLang's ``num_physical_experts % ep_size``), which
+    that engine does not launch: 272 slots of DeepSeek-R1 over EP72 (its fewest, 288)."""
+    degree = None if layout is None else layout.expert
+    if not degree or (engine is not None and engine.lower().startswith("vllm")):
+        return
+    slots = experts + copies
+    if experts <= 1 or slots % degree == 0:
+        return
+    fewest = fewest_copies(experts, degree)
+    raise SpecError(
+        where,
+        "notes",
+        f"states {slots} expert slots ({copies} redundant experts), which its expert degree "
+        f"{degree} does not split evenly, as {engine or 'trtllm'} splits them (its balancer "
+        "needs the slots a multiple of the expert degree)",
+        f"state the slots the engine ran: {experts + fewest} ({fewest} redundant experts) is "
+        "the fewest",
+    )
+
+
 def redundant_experts_of(text, scenario, notes: str, where: str, experts: int) -> int | None:
     """The redundant experts a row states its engine held beside the model's ``experts`` a
     layer (EPLB: copies, or slots less the experts), in ``batch_or_concurrency`` or else the

@@ -39,7 +39,7 @@ from . import metric_names as mn
 from . import semantics as sem
 from .bench_limits import overview_graphs, runs_own_limits
 from .derived import context_of, is_derived, parents_of
-from .expert_slots import needed_copies, redundant_experts_of
+from .expert_slots import check_stated_slots, needed_copies, redundant_experts_of
 from .overlap_words import exchange_of, overlap_of
 from .resolving import (
     as_released,
@@ -659,6 +659,8 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
         else layouts.row_layout(rec.get("parallelism"), context, scenario, serving, where)
     )
     per, per_count = basis_of(rec, metric, gpus, count, base["gpu"], decode_gpus)
+    if copies is not None:
+        check_stated_slots(experts, copies, layout, engine.name, where)
     needed = 0 if copies is not None else needed_copies(experts, layout, engine.name)
     if needed:  # an expert degree that does not divide the experts runs on balanced slots
         base["arch"] = base["arch"].with_redundant_experts(needed)
