@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from inference_econ import api
 from inference_econ.cli import main
-from inference_econ.errors import SpecError
+from inference_econ.errors import InfeasibleError, SpecError
 from inference_econ.export import engine_configs as ec
 
 FLAGS = Path(__file__).parent / "data" / "engine_flags"
@@ -185,3 +185,18 @@ def test_vllm_balances_experts_on_cuda_only_and_models_it_knows():
     paper = "DeepSeek-V3 (paper approximation)"
     with pytest.raises(SpecError, match=r"cannot tell whether sglang 0\.5\.3 balances DeepSeek-V3"):
         api.export(paper, "H200", engine="sglang", batch=32, checkpoint="./v3", **R1)
+
+
+def test_a_rack_of_72_gpus_launches_deepseeks_experts_on_288_slots():
+    """DeepSeek-R1 on 72 GB200 with 32 copies (288 slots, 4 a rank) is launched at EP72, as
+    point and simulate price it: the experts' slots spread over the GPUs whole, so no expert's
+    width is split 72 ways (the launch had been refused, "feed-forward width 2,048 does not
+    split 72 ways"); without the copies it is refused, naming them."""
+    kw = dict(prompt_tokens=1000, output_tokens=1000, gpus=72, batch=4096)
+    plan = api.export("DeepSeek-R1", "GB200-NVL72", engine="trtllm", redundant_experts=32, **kw)
+    (w,) = plan.workers
+    assert (w.tensor, w.attention_dp, w.expert) == (72, 72, 72)
+    config = yaml.safe_load(api.launch_files(plan)["trtllm-server.yaml"])
+    assert config["moe_config"]["load_balancer"]["num_slots"] == 288
+    with pytest.raises(InfeasibleError, match=r"--redundant-experts 32 \(288 slots\)"):
+        api.export("DeepSeek-R1", "GB200-NVL72", engine="trtllm", **kw)

@@ -503,15 +503,17 @@ def _tensor_split(setting: Setting, n: int, attention: int | None = None) -> str
     and of each attention matrix over its ``attention`` GPUs, default ``n``, as engines'
     --tensor-parallel-size does) cannot split the model, or None: its query heads divide by
     ``attention``, and each feed-forward width (experts split n ways where they are fewer) by
-    n."""
+    n. Experts spread whole where they or their slots with the model's redundant copies
+    divide by n (DeepSeek-R1's 288 slots over 72 GPUs)."""
     m = setting.model
     heads = m.attention.query_heads
     a = n if attention is None else attention
     if heads % a:
         return f"{m.name}'s {heads} attention heads do not split {a} ways"
+    copies = int(m.redundant_experts)
     for g in m.layer_groups:
         widths = [g.ffn.d_ff] + ([g.ffn.shared_d_ff] if g.ffn.shared_d_ff else [])
-        if g.ffn.experts > 1 and g.ffn.experts % n == 0:
+        if g.ffn.experts > 1 and (g.ffn.experts % n == 0 or (g.ffn.experts + copies) % n == 0):
             continue  # experts spread over the GPUs whole
         for w in widths:
             if w % n:
