@@ -217,7 +217,10 @@ def test_an_expert_degree_that_splits_no_experts_evenly_runs_on_the_fewest_slots
 
     wide = Layout(72, expert=72, attention_ranks=72)
     assert [needed_copies(256, Layout(ep, expert=ep), "trtllm") for ep in (8, 72)] == [0, 32]
-    assert needed_copies(256, wide, None) == 32 and needed_copies(256, wide, "vllm") == 0
+    assert needed_copies(256, wide, None) == 32
+    with pytest.raises(SpecError, match="unevenly, as vLLM runs it .3 or 4 a rank."):
+        needed_copies(256, wide, "vllm")
+    assert needed_copies(256, Layout(8, expert=8), "vllm") == 0
     assert needed_copies(256, None, "trtllm") == 0 and needed_copies(1, wide, "trtllm") == 0
     assert needed_copies(256, Layout(72, attention_ranks=72), "trtllm") == 0  # no EP stated
     head = "model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,output_len"

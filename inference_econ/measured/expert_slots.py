@@ -54,16 +54,26 @@ def _count(text: str, what: str, most: int, where: str, field: str) -> int:
     return int(digits)
 
 
-def needed_copies(experts: int, layout, engine: str | None) -> int:
+def needed_copies(experts: int, layout, engine: str | None, where: str = "row") -> int:
     """The redundant experts a row's layout (``layouts.Layout``; None: not stated) needs
     beside ``experts`` for its stated expert degree on an engine whose balancer splits its
     slots evenly (TensorRT-LLM's ``num_slots % ep_size``, SGLang's ``num_physical_experts %
     ep_size``; no engine named: the preset's TensorRT-LLM): the fewest
-    (``moe.fewest_copies``); none under vLLM, which splits experts unevenly instead."""
+    (``moe.fewest_copies``). vLLM splits such experts unevenly instead (3 or 4 a rank of
+    DeepSeek's 256 over EP72), which the model does not price: the row's ``SpecError``."""
     degree = None if layout is None else layout.expert
-    if not degree or (engine is not None and engine.lower().startswith("vllm")):
-        return 0
-    return fewest_copies(experts, degree)
+    fewest = fewest_copies(experts, degree) if degree else 0
+    if fewest and engine is not None and engine.lower().startswith("vllm"):
+        raise SpecError(
+            where,
+            "parallelism",
+            f"splits {experts} experts over EP{degree} unevenly, as vLLM runs it "
+            f"({experts // degree} or {experts // degree + 1} a rank), which the model does "
+            "not price",
+            f"state the redundant experts the run held (e.g. '{fewest} redundant experts': "
+            f"{experts + fewest} slots) or an expert degree that divides {experts}",
+        )
+    return fewest
 
 
 def check_stated_slots(experts: int, copies: int, layout, engine: str | None, where: str) -> None:

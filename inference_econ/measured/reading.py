@@ -661,7 +661,7 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
     per, per_count = basis_of(rec, metric, gpus, count, base["gpu"], decode_gpus)
     if copies is not None:
         check_stated_slots(experts, copies, layout, engine.name, where)
-    needed = 0 if copies is not None else needed_copies(experts, layout, engine.name)
+    needed = 0 if copies is not None else needed_copies(experts, layout, engine.name, where)
     if needed:  # an expert degree that does not divide the experts runs on balanced slots
         base["arch"] = base["arch"].with_redundant_experts(needed)
     base.update(
