@@ -402,3 +402,41 @@ def test_the_chosen_days_intervals_are_its_day_where_instances_hold_the_held_loa
     assert (slow.asked == plain.asked).all()  # it asks for what it would: the estimate's count
     assert slow.served.sum() == pytest.approx(7.5 * 3600)
     assert slow.missed_requests == 36000 - 45
+
+
+def test_spot_capacity_is_refused_beside_autoscaling(tmp_path):
+    # a scaled day prices every instance on the burst basis: a spot interruption rate given
+    # with --autoscale would be dropped without a word
+    from inference_econ import api
+
+    curve = tmp_path / "day.csv"
+    curve.write_text("hour,requests_per_s\n0,2\n1,6\n", encoding="utf-8")
+    with pytest.raises(SpecError, match="spot_interruption_rate.*does not apply with autoscale"):
+        api.autoscale_plan(
+            "Llama 3 8B", "H100", demand=curve, autoscale="hpa", spot_interruption_rate=0.05,
+            input_lengths="500", output_lengths="100", slo_ttft_p99_s=1,
+        )  # fmt: skip
+
+
+def test_an_unused_spot_offer_says_why_no_spot_was_bought():
+    from inference_econ.optimise.demand import _unused_spot
+
+    setting = _plan([5.0]).setting
+    curve = DemandCurve("test", np.arange(3), np.array([15.0, 35.0, 15.0]))
+    needed = instances_needed(curve.requests_per_s, PER)  # 2, 4, 2
+    # spot at 1.5 losing half an hour is 3.0 an effective instance: on-demand at 2.0 is cheaper
+    prices = Prices(1.0, 2.0, 1.5, "owned", "on-demand")
+    plan = _size_plan(curve, Targets(), setting, 1, PER, needed, prices, 0.5, 100.0, {})
+    assert plan.reserved_instances == 2 and plan.on_demand.tolist() == [0, 2, 0]
+    assert _unused_spot(plan).endswith("on-demand was cheaper per effective instance")
+    # a flat day of four instances, spot at 1.2 losing 5 %: a lost share rounds up to a whole
+    # spot instance, so the four reserved at 1.0 serve every hour; on-demand (6.0) was not
+    # what was cheaper
+    flat = DemandCurve("test", np.arange(3), np.array([35.0, 35.0, 35.0]))
+    needed = instances_needed(flat.requests_per_s, PER)
+    prices = Prices(1.0, 6.0, 1.2, "owned", "on-demand")
+    plan = _size_plan(flat, Targets(), setting, 1, PER, needed, prices, 0.05, 100.0, {})
+    assert plan.reserved_instances == 4 and not plan.on_demand.any() and not plan.spot.any()
+    assert _unused_spot(plan) == (
+        "spot capacity was offered but no hour needs more than the 4 reserved instances"
+    )

@@ -8,6 +8,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from .. import settings as table
+from ..errors import SpecError
 from .load import _at_demand_peak, demand_plan
 from .load_setup import load_inputs
 
@@ -84,6 +85,14 @@ def autoscale_plan(
     scaling = {k: settings.pop(k) for k in _SCALING if k in settings}
     policy = scaling.get("autoscale") or "hpa"
     make_policy(policy)  # an unknown policy is refused before any search
+    if settings.get("spot_interruption_rate") is not None:
+        raise SpecError(
+            "argument",
+            "spot_interruption_rate",
+            "does not apply with autoscale: a scaled day prices every instance on the burst "
+            "basis and models no spot interruptions",
+            "drop it, or plan the hourly mix with spot without autoscale",
+        )
     curve = load_demand(demand)
     plan = demand_plan(
         model, hardware, demand=curve, traffic=traffic, targets=targets, config=config,
