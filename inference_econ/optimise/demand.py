@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ..columns import SECONDS_PER_HOUR
-from ..errors import InfeasibleError, SpecError
+from ..errors import InfeasibleError, SpecError, plural
 from ..load.arrivals import Traffic
 from ..load.demand import DemandCurve
 from ..load.engine import DEFAULT_ENGINE, EngineConfig
@@ -303,13 +303,24 @@ def demand_plan(
         for r in frame.itertuples()
     ]
     if interruption is not None and not best_plan.spot.any():
-        notes.append("spot capacity was offered but on-demand was cheaper per effective instance")
+        notes.append(_unused_spot(best_plan))
     key = (best_plan.setting.gpu.name, best_plan.gpus_per_instance)
     notes += list(run_notes.get(key, ()))
     chosen = supports.get(key)
     if chosen is not None and chosen.status != "in support":
         notes.append(plan_line(chosen))
     return _with(best_plan, frame.reset_index(drop=True), tuple(notes))
+
+
+def _unused_spot(plan: DemandPlan) -> str:
+    """Why a plan offered spot capacity buys none: no hour needs more than the reserved
+    instances, or spot costs more than on-demand once its losses are made up."""
+    if not plan.on_demand.any():
+        return (
+            "spot capacity was offered but no hour needs more than the "
+            f"{plan.reserved_instances} reserved {plural(plan.reserved_instances, 'instance')}"
+        )
+    return "spot capacity was offered but on-demand was cheaper per effective instance"
 
 
 def _entry(row: dict) -> tuple[dict, dict, Support | None]:
