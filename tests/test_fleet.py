@@ -449,3 +449,19 @@ def test_fleet_json_and_csv_carry_its_packing_and_candidate_tables(shared, apart
     assert "The shared GPUs" not in fleet_text(apart, "table", "f.yaml")
     assert json.loads(fleet_text(apart, "json", "f.yaml"))["gpus"] == []
     assert csv_tables(fleet_text(apart, "csv", "f.yaml"))["gpus"].empty
+
+
+def test_a_candidate_the_text_shows_without_figures_gives_its_reason_under_the_table():
+    """The text's candidates table leaves out its note column: a share a model's weights do
+    not leave room on had read as a row of blanks, its reason in CSV and JSON only."""
+    from inference_econ.cli.fleet_commands import fleet_text
+
+    fleet = _fleet("vllm")
+    fleet["models"][1] = {"name": "big", "model": "Qwen3-32B", "arrival_rate_per_s": 0.5}
+    plan = ie.fleet_plan(fleet, sizes=[1])
+    blank = plan.candidates[plan.candidates["max_rate_per_instance"].isna()]
+    assert blank[["model", "option"]].values.tolist() == [["big", "1/4 of H100-SXM"]]
+    note = blank["note"].iloc[0]
+    assert note.startswith("Qwen3-32B (32.8 GB of weights) leaves no room for a KV cache")
+    text = fleet_text(plan, "table", "f.yaml")
+    assert f"\nbig on 1/4 of H100-SXM: {note}\n" in text

@@ -167,10 +167,21 @@ def fleet_text(plan, fmt: str, source: str, hardware=()) -> str:
         if name == "gpus" and not plan.bins:
             continue  # no GPU shared: no table of them
         if name == "candidates" and fmt == "table":
-            table = table.drop(columns=["note"])  # as the text has always shown them
+            table = table.drop(columns=["note"])  # too wide: each note is a line under it
         parts.append(render(ranged_columns(table), fmt, title=caption))
+    if fmt == "table":
+        notes = [*_candidate_notes(plan.candidates), *notes]
     tail = [*notes, *meta_lines(meta)]
     return (gap + "\n").join(parts) + gap + "".join(f"{n}\n" for n in tail)
+
+
+def _candidate_notes(candidates) -> list[str]:
+    """Why a candidate of the text's table has no figures (its note column, left out there)."""
+    return [
+        f"{row.model} on {row.option}: {row.note}"
+        for row in candidates.itertuples()
+        if isinstance(row.note, str) and row.note
+    ]
 
 
 def fleet_notes(plan) -> list[str]:
