@@ -85,14 +85,7 @@ def autoscale_plan(
     scaling = {k: settings.pop(k) for k in _SCALING if k in settings}
     policy = scaling.get("autoscale") or "hpa"
     make_policy(policy)  # an unknown policy is refused before any search
-    if settings.get("spot_interruption_rate") is not None:
-        raise SpecError(
-            "argument",
-            "spot_interruption_rate",
-            "does not apply with autoscale: a scaled day prices every instance on the burst "
-            "basis and models no spot interruptions",
-            "drop it, or plan the hourly mix with spot without autoscale",
-        )
+    _no_spot(settings)
     curve = load_demand(demand)
     plan = demand_plan(
         model, hardware, demand=curve, traffic=traffic, targets=targets, config=config,
@@ -109,6 +102,18 @@ def autoscale_plan(
         seed=inputs.traffic.seed,
         targets=search,
     )
+
+
+def _no_spot(settings: dict) -> None:
+    """Refuse spot capacity: a scaled day prices every instance on the burst basis."""
+    if settings.get("spot_interruption_rate") is not None:
+        raise SpecError(
+            "argument",
+            "spot_interruption_rate",
+            "does not apply with autoscale: a scaled day prices every instance on the burst "
+            "basis and models no spot interruptions",
+            "drop it, or plan the hourly mix with spot without autoscale",
+        )
 
 
 def _peak_inputs(settings: dict, peak: float, traffic, targets, config):
