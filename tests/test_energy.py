@@ -209,3 +209,18 @@ def test_a_demand_curve_counts_its_hours_in_words(tmp_path):
     curve.write_text("hour,requests_per_s\n0,x\n1,-2\n", encoding="utf-8")
     with pytest.raises(SpecError, match="line 2: field 'requests_per_s'.*none of its 2 demand"):
         load_demand(curve)
+
+
+def test_a_demand_plan_whose_gpus_have_no_price_on_its_basis_is_bad_input(tmp_path):
+    # H200-SXM lists only the paper basis: the on-demand burst price is missing, which had
+    # read as "no capacity plan meets <targets>" (nothing feasible, exit 1)
+    curve = tmp_path / "day.csv"
+    curve.write_text("hour,requests_per_s\n0,1\n1,2\n", encoding="utf-8")
+    with pytest.raises(SpecError) as err:
+        ie.demand_plan(
+            "Llama 3 8B", "H200", demand=curve, weight_bits=8, slo_tpot_p99_s=0.05,
+            input_lengths="500", output_lengths="100", requests=100, sizes=[1],
+        )  # fmt: skip
+    text = str(err.value)
+    assert text.startswith("hardware/h200_sxm.yaml: field 'prices.on-demand': H200-SXM has no")
+    assert "--burst-basis" in text and "meets" not in text

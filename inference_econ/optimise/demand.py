@@ -259,6 +259,7 @@ def demand_plan(
     notes = [demand.left_out.note()] if demand.left_out else []
     supports: dict[tuple, Support | None] = {}  # (GPU, size) -> its held load's class support
     run_notes: dict[tuple, tuple] = {}  # (GPU, size) -> what its knee's run could not judge
+    unpriced: list[SpecError] = []  # candidates that hold a load but have no price to plan at
     for row in rows:
         setting, n, per = row["setting"], row["gpus_per_instance"], row["max_rate_per_instance"]
         entry, held, supports[(setting.gpu.name, n)] = _entry(row)
@@ -272,6 +273,7 @@ def demand_plan(
             )
         except SpecError as exc:
             table.append({**entry, "excluded": True, "note": exc.problem})
+            unpriced.append(exc)
             continue
         needed = instances_needed(demand.requests_per_s, per)
         if max_gpus is not None and needed.max() * n > max_gpus:
@@ -294,7 +296,7 @@ def demand_plan(
             }
         )
     if not plans:
-        raise _no_plan(table, targets, demand)
+        raise _unpriced(unpriced[0]) if unpriced else _no_plan(table, targets, demand)
     best_plan = min(plans, key=lambda p: (p.total_usd, p.gpus_per_instance))
     frame = pd.DataFrame(table).sort_values(["excluded", "total_usd"], kind="stable")
     frame["chosen"] = [
@@ -340,6 +342,16 @@ def _entry(row: dict) -> tuple[dict, dict, Support | None]:
     if support is not None:
         entry["support"] = support.label()
     return entry, held, support
+
+
+def _unpriced(exc: SpecError) -> SpecError:
+    """A candidate held a load but its GPU has no price on a basis the plan needs: bad input
+    (no plan failed its targets), with the options that choose the bases."""
+    return SpecError(
+        exc.source, exc.field, exc.problem,
+        "choose another --reserved-basis or --burst-basis (or drop --spot-interruption), "
+        "or add the price to the GPU's file",
+    )  # fmt: skip
 
 
 def _no_plan(table: list[dict], targets: Targets, demand: DemandCurve) -> InfeasibleError:
