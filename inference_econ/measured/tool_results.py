@@ -10,8 +10,11 @@ Read, recognised by their content (not their name):
   ``request_rate``, ``max_concurrency``, ...), a row for each figure of ``VLLM_METRICS`` the run
   states (its TTFTs and end-to-end latencies too: the model's reason lists those it does not
   predict, as InferenceX's are);
+* SGLang's ``bench_serving`` JSON lines: vLLM's keys but its end-to-end latencies'
+  (``SGLANG_KEYS``), and no model (``--model`` gives it);
 * ``aiperf profile`` ``profile_export_aiperf.json``: its metrics (``{"unit", "avg", ...}``)
-  and ``input_config`` (the phase's concurrency or request rate);
+  and ``input_config`` (the phase's concurrency or request rate); genai-perf's
+  ``profile_export_genai_perf.json`` alike, its model and load in ``input_config`` itself;
 * InferenceX's run summaries, one or a JSON list of them (``inferencex``), which name their
   GPU, layout and engine themselves.
 
@@ -122,14 +125,15 @@ def _json_runs(text: str, path: Path):
     """One JSON object, a list of them (InferenceX's collected summaries), or one per line
     (vLLM's --append-result: a later line that holds no run is an ``UnreadLine``); None: not
     JSON objects.
-    JSON the parser cannot take (nested too deeply) is one error (``inputs.parse_json``)."""
+    JSON the parser cannot take (nested too deeply), and text that is no JSON whose first line
+    is no JSON either (a file cut short), is one error (``inputs.parse_json``)."""
     try:
         data = parse_json(text, str(path))
         if isinstance(data, list) and data and isinstance(data[0], dict):
             return data  # (its other items are checked one by one)
         return [data] if isinstance(data, dict) else None
-    except NotJSON:
-        pass
+    except NotJSON as exc:
+        whole = exc  # the file's error where no line holds a run either (a truncated file)
     runs: list = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -137,8 +141,9 @@ def _json_runs(text: str, path: Path):
         try:
             data = parse_json(line, str(path), f"line {n}")
         except NotJSON as exc:
-            if not runs:
-                return None
+            if not runs:  # (a cut column: the whole file's position, not its first line's)
+                fix = "the file is cut short or damaged: write it again with the tool"
+                raise SpecError(str(path), "", whole.problem, fix) from None
             runs.append(UnreadLine(n, f"not valid JSON: {exc.detail}"))
             continue
         if not isinstance(data, dict):
@@ -364,18 +369,50 @@ VLLM_RUN = {
 }
 
 
+#: SGLang's ``bench_serving`` (``--output-file``, one run per line) writes vLLM's keys but
+#: for its end-to-end latencies: the file's own name of each key read under vLLM's name.
+SGLANG_KEYS = {"mean_e2el_ms": "mean_e2e_latency_ms", "p99_e2el_ms": "p99_e2e_latency_ms"}
+#: The ``backend`` a run states (vllm bench serve's or bench_serving's ``--backend``: the
+#: server's API) -> the engine profile it names; an OpenAI-compatible backend names none.
+BACKEND_ENGINES = (("sglang", "sglang"), ("vllm", "vllm"), ("tensorrt-llm", "trtllm"),
+                   ("trt", "trtllm"))  # fmt: skip
+
+
+def _is_sglang(run: dict) -> bool:
+    return "mean_e2el_ms" not in run and any(k in run for k in SGLANG_KEYS.values())
+
+
+def _backend_engine(run: dict) -> str:
+    """The engine a run's ``backend`` names ("sglang-oai-chat": sglang), else ""."""
+    backend = run.get("backend")
+    if not isinstance(backend, str):
+        return ""
+    word = backend.strip().lower()
+    return next((e for b, e in BACKEND_ENGINES if word == b or word.startswith(b + "-")), "")
+
+
 def _vllm_rows(run: dict, path: Path, i: int, at: str) -> tuple[list, bool]:
-    """The rows of one ``vllm bench serve`` run (``at``: its fields' prefix, "run 3." in a
-    file of several), and whether it completed a request (if not, its rows are unresolved)."""
+    """The rows of one ``vllm bench serve`` (or SGLang ``bench_serving``) run (``at``: its
+    fields' prefix, "run 3." in a file of several), and whether it completed a request (if
+    not, its rows are unresolved)."""
+    names = SGLANG_KEYS if _is_sglang(run) else {}
     got = {
-        key: checked(number, run.get(key), path, at + key, **opts) for key, opts in VLLM_RUN.items()
+        key: checked(number, run.get(names.get(key, key)), path, at + names.get(key, key), **opts)
+        for key, opts in VLLM_RUN.items()
     }
     metrics = [
-        (metric, checked(number, run.get(key), path, at + key), unit)
+        (
+            metric,
+            checked(number, run.get(names.get(key, key)), path, at + names.get(key, key)),
+            unit,
+        )
         for metric, key, unit in VLLM_METRICS
-        if run.get(key) is not None
+        if run.get(names.get(key, key)) is not None
     ]
-    base, where = _base(run, path, "vllm bench serve", str(run.get("model_id", "")))
+    tool = "sglang bench_serving" if names else "vllm bench serve"
+    base, where = _base(run, path, tool, str(run.get("model_id", "")))
+    if not base["engine"]:  # the server the run's backend names, before the tool's own name
+        base["engine"] = _backend_engine(run)
     if i:
         base["source"] += f" run {i + 1}"
     if got["completed"] is None or got["completed"] == 0:
@@ -402,7 +439,7 @@ def _vllm_rows(run: dict, path: Path, i: int, at: str) -> tuple[list, bool]:
             conc, note = _loop(None, rate, got["request_throughput"], e2e_s)
     except Unusable as why:
         return unresolved_rows(base, metrics, why, where), True
-    rows = rows_of(base, metrics, (n_in, n_out), conc, f"vllm bench serve: {note}", where, done)
+    rows = rows_of(base, metrics, (n_in, n_out), conc, f"{tool}: {note}", where, done)
     return rows, True
 
 
@@ -420,7 +457,7 @@ def _aiperf_rows(run: dict, path: Path, at: str) -> list:
     models = section(config.get("models"), path, f"{where_cfg}.models", dict) or {}
     items = section(models.get("items"), path, f"{where_cfg}.models.items", list) or [{}]
     first = section(items[0], path, f"{where_cfg}.models.items[0]", dict) or {}
-    model = first.get("name", "")
+    model = first.get("name", "") or _genai_perf_model(config)
     phases = []
     for k, p in enumerate(section(config.get("phases"), path, f"{where_cfg}.phases", list) or []):
         p = section(p, path, f"{where_cfg}.phases[{k}]", dict)
@@ -428,6 +465,9 @@ def _aiperf_rows(run: dict, path: Path, at: str) -> list:
             phases.append((k, p))
     k, phase = phases[0] if phases else (0, {})
     at_phase = f"{where_cfg}.phases[{k}]."
+    genai_perf = "aiperf_version" not in run and "phases" not in config
+    if genai_perf:  # genai-perf's input_config holds its load itself: "concurrency": 64
+        phase, at_phase = config, f"{where_cfg}."
     rate_key = "request_rate" if phase.get("request_rate") is not None else "rate"
     rate = checked(number, phase.get(rate_key), path, at_phase + rate_key)
     concurrency = checked(number, phase.get("concurrency"), path, at_phase + "concurrency")
@@ -451,7 +491,8 @@ def _aiperf_rows(run: dict, path: Path, at: str) -> list:
         )
         if value is not None
     ]
-    base, where = _base(run, path, f"aiperf {run.get('aiperf_version', '')}".strip(), str(model))
+    tool = "genai-perf" if genai_perf else f"aiperf {run.get('aiperf_version', '')}".strip()
+    base, where = _base(run, path, tool, str(model))
     try:
         lengths = (usable(n_in), usable(n_out))
         conc, note = _loop(
@@ -464,4 +505,13 @@ def _aiperf_rows(run: dict, path: Path, at: str) -> list:
         return unresolved_rows(base, metrics, why, where)
     # a whole count of at least one (an unusable one, or none: the replay's own count)
     done = count if isinstance(count, float) and count >= 1 and count.is_integer() else None
-    return rows_of(base, metrics, lengths, conc, f"aiperf profile: {note}", where, done)
+    return rows_of(base, metrics, lengths, conc, f"{tool.split()[0]} profile: {note}", where, done)
+
+
+def _genai_perf_model(config: dict) -> str:
+    """The model genai-perf's ``input_config`` names (``"model": ["name", ...]``; its first),
+    else ""."""
+    model = config.get("model")
+    if isinstance(model, list) and model:
+        model = model[0]
+    return model if isinstance(model, str) else ""
