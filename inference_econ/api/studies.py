@@ -242,6 +242,7 @@ def compare_measured(
     jobs: int = 1,
     clock: str = "auto",
     dask: str | None = None,
+    model: str | None = None,
 ) -> Comparison:
     """Measured rows against the model's predictions, row by row.
 
@@ -272,6 +273,8 @@ def compare_measured(
         Replay the rows under load on a Dask cluster: a running scheduler's address
         (``tcp://host:8786``, whose workers replay them; ``jobs`` must then be 1) or ``local``
         for a local cluster of ``jobs`` worker processes. The same table as one process's.
+    model : str, optional
+        The model of the rows that name none (SGLang's ``bench_serving`` result).
 
     Returns
     -------
@@ -281,11 +284,21 @@ def compare_measured(
     from ..measured.comparison import compare
 
     return compare(
-        path, assumptions, engine, progress, hardware, gpus, precision, jobs, clock, dask
+        path, assumptions, engine, progress, hardware, gpus, precision, jobs, clock, dask, model
     )
 
 
-def calibrate(path, engine: str | None, holdout: bool, progress, split: str) -> Calibration:
+def calibrate(
+    path,
+    engine: str | None,
+    holdout: bool,
+    progress,
+    split: str,
+    hardware: str | None = None,
+    gpus: int | None = None,
+    precision: str | None = None,
+    model: str | None = None,
+) -> Calibration:
     """An engine profile's terms fitted to measured rows.
 
     Parameters
@@ -301,6 +314,9 @@ def calibrate(path, engine: str | None, holdout: bool, progress, split: str) -> 
         Called with a line of text as the work goes.
     split : str
         How the held-out fits split the rows.
+    hardware, gpus, precision, model : optional
+        The GPU, GPU count, precision and model of the rows that state none (a benchmark
+        tool's plain result), as ``compare_measured`` takes them.
 
     Returns
     -------
@@ -308,8 +324,10 @@ def calibrate(path, engine: str | None, holdout: bool, progress, split: str) -> 
         The terms, their errors and the held-out errors.
     """
     from ..measured.calibration import calibrate as fit
+    from ..measured.comparison import stated_columns
 
-    return fit(path, engine, holdout=holdout, progress=progress, split=split)
+    stated = stated_columns(hardware, gpus, precision, model)
+    return fit(path, engine, holdout=holdout, progress=progress, split=split, stated=stated)
 
 
 def calibrated_yaml(

@@ -35,28 +35,40 @@ def _figure_target(figure: str) -> tuple[str, tuple[str, ...]]:
     return str(Path(figure).with_suffix("")), (Path(figure).suffix.lstrip(".") or "png",)
 
 
+def stated_options(command):
+    """-H, --gpus, --precision and --model: what a benchmark tool's plain result leaves out
+    (compare-measured and calibrate, for the rows that state none)."""
+    command = click.option(
+        "--model",
+        metavar="NAME",
+        help="The model of the rows that name none (SGLang's bench_serving result names"
+        " none); rows that name one keep it.",
+    )(command)
+    command = click.option(
+        "--precision",
+        metavar="WORD",
+        help="The precision of the rows that state none: FP8, BF16 or FP4 (weights and"
+        " activations); rows that state one keep it.",
+    )(command)
+    command = click.option(
+        "--gpus",
+        type=click.IntRange(1, table.MAX_GPUS),
+        metavar="N",
+        help="The GPU count of the rows that state none; rows that state one keep it.",
+    )(command)
+    return one_gpu_option(
+        "give one -H: the GPU of the rows that name none",
+        required=False,
+        metavar="NAME",
+        help="The GPU of the rows that name none (a vllm bench serve or aiperf result run"
+        " without an export's metadata or plan.json beside it); rows that name one keep it.",
+    )(command)
+
+
 @click.command("compare-measured", short_help="Hold the model against measured benchmarks.")
 @click.argument("csv", type=click.Path())
 @options("assumptions", "engine", "clock")
-@one_gpu_option(
-    "give one -H: the GPU of the rows that name none",
-    required=False,
-    metavar="NAME",
-    help="The GPU of the rows that name none (a vllm bench serve or aiperf result run"
-    " without an export's metadata or plan.json beside it); rows that name one keep it.",
-)
-@click.option(
-    "--gpus",
-    type=click.IntRange(1, table.MAX_GPUS),
-    metavar="N",
-    help="The GPU count of the rows that state none; rows that state one keep it.",
-)
-@click.option(
-    "--precision",
-    metavar="WORD",
-    help="The precision of the rows that state none: FP8, BF16 or FP4 (weights and"
-    " activations); rows that state one keep it.",
-)
+@stated_options
 @click.option(
     "--figure",
     type=FigureFile(),
@@ -78,8 +90,8 @@ def _figure_target(figure: str) -> tuple[str, tuple[str, ...]]:
 @quiet_option
 @handle_errors
 def compare_measured(
-    csv, assumptions, engine, clock, hardware, gpus, precision, figure, jobs, dask, format, out,
-    quiet,
+    csv, assumptions, engine, clock, hardware, gpus, precision, model, figure, jobs, dask,
+    format, out, quiet,
 ):  # fmt: skip
     """Hold the model against measured benchmark rows (docs/user-guide.md, the CSV format,
     or a vllm bench serve, aiperf or InferenceX result file as the tool wrote it): one row per
@@ -98,7 +110,7 @@ def compare_measured(
     # a line every ten seconds once a run has taken that long (a whole MLPerf file: minutes)
     result = compare_measured(
         csv, assumptions, engine, Progress(quiet, every_s=10.0), hardware, gpus, precision, jobs,
-        clock, dask,
+        clock, dask, model,
     )  # fmt: skip
     table = result.table
     for _, row in table[table.beats_bound.fillna(False)].iterrows():
@@ -208,6 +220,7 @@ def _status_line(table) -> str:
     "publication (MLPerf Inference v4.1 as one).",
 )
 @click.option("--no-holdout", is_flag=True, help="Skip the leave-one-source-out validation.")
+@stated_options
 @click.option(
     "--name",
     default=None,
@@ -221,7 +234,7 @@ def _status_line(table) -> str:
 )
 @format_option
 @handle_errors
-def calibrate(csv, engine, split, no_holdout, name, out, format):
+def calibrate(csv, engine, split, no_holdout, hardware, gpus, precision, model, name, out, format):
     """Fit the achievable preset's efficiency terms (docs/model.md Part F) to measured rows,
     with standard errors and leave-one-source-out errors; write an engine profile that every
     command takes as --engine FILE. Refuses (exit 1) when the rows cannot pin the terms.
@@ -247,7 +260,7 @@ def calibrate(csv, engine, split, no_holdout, name, out, format):
     # profile's fit is TensorRT-LLM's rows')
     given = click.get_current_context().get_parameter_source("engine")
     named = engine if given is not click.core.ParameterSource.DEFAULT else None
-    result = fit(csv, named, holdout=not no_holdout, progress=progress, split=split)
+    result = fit(csv, named, not no_holdout, progress, split, hardware, gpus, precision, model)
     rows = [
         {
             "term": t.key,

@@ -71,10 +71,12 @@ def calibrate(
     holdout: bool = True,
     progress=None,
     split: str = "source",
+    stated: dict | None = None,
 ) -> Calibration:
     """Fit the achievable preset's terms to the measured rows of ``path`` (§F10): those of
     ``engine``'s profile (default trtllm's), rows naming no engine taken as ``engine``'s where
-    it is given and left out where it is not."""
+    it is given and left out where it is not. ``stated``: columns for the rows that state
+    none (``load_measured``: a benchmark tool's plain result)."""
     if split not in SPLITS:
         raise SpecError(
             "argument", "split", f"unknown split {short(split)}", f"choose {' or '.join(SPLITS)}"
@@ -86,7 +88,7 @@ def calibrate(
     t0 = time.perf_counter()
     say = progress or (lambda message: None)
     notes: list = []
-    problem, micro = prepare(path, engine, say, notes, unnamed=engine is not None)
+    problem, micro = prepare(path, engine, say, notes, unnamed=engine is not None, stated=stated)
     fixed = {k: v for k, v in micro.items() if "." not in k}
     priors, values, errors = fit_terms(problem, notes, say, exclude=set(fixed))
     keys = [p.key for p in priors]
@@ -187,13 +189,15 @@ def fit_terms(problem, notes: list, say, exclude=frozenset(), subset=None):
     return _drop_unconstrained(problem, priors, values, errors, notes, say, subset=subset)
 
 
-def prepare(path, engine: str | None, say, notes: list, unnamed: bool = False):
+def prepare(
+    path, engine: str | None, say, notes: list, unnamed: bool = False, stated: dict | None = None
+):
     """(the rows' ``Problem`` with the micro-benchmark terms set, those terms) of a file;
     ``unnamed``: rows naming no engine are ``engine``'s (else left out). Every row the fit
     cannot use is reported (``report_left_out``); a file with no row it can use is one error
     naming the file (``nothing_usable``)."""
     say(f"reading {path}")
-    rows = load_measured(path)
+    rows = load_measured(path, stated)
     base = load_engine(engine or table.default("engine", "calibrate"))
     micro = _fit_micro(rows, base, notes, say)
     collective = {k: v for k, v in micro.items() if "." not in k}

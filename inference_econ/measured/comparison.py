@@ -379,11 +379,12 @@ def compare(
     jobs: int = 1,
     clock: str = "auto",
     dask: str | None = None,
+    model=None,
 ):
     """Every row of a measured CSV with the model's prediction: ``Comparison``.
     ``progress(message)``: called as the rows the load engine simulates are predicted (a
     whole MLPerf file takes tens of minutes). ``hardware``, ``gpus``, ``precision``: those
-    of the rows that state none (a benchmark tool's plain result). ``jobs``: worker processes
+    of the rows that state none (a benchmark tool's plain result), as is ``model``. ``jobs``: worker processes
     replaying the rows under load (the same table as one process's); ``dask``: a Dask
     scheduler's address, or ``local`` for a local cluster of ``jobs`` workers, that replays
     them instead (the same table). ``clock``: ``engine`` or
@@ -393,11 +394,7 @@ def compare(
     from .reading import load_measured
 
     jobs = _workers(jobs, dask)
-    stated = {
-        "hardware": hardware,
-        "n_gpus": None if gpus is None else str(gpus),
-        "precision": precision,
-    }
+    stated = stated_columns(hardware, gpus, precision, model)
     if clock != "auto":
         assumptions = _clocked(assumptions, clock)
     rows = load_measured(path, stated)
@@ -409,6 +406,16 @@ def compare(
         _PROGRESS.reset(token)
         _JOBS.reset(workers)
         _DASK.reset(cluster)
+
+
+def stated_columns(hardware=None, gpus=None, precision=None, model=None) -> dict:
+    """The columns the command line states for the rows that state none (``load_measured``)."""
+    return {
+        "model": model,
+        "hardware": hardware,
+        "n_gpus": None if gpus is None else str(gpus),
+        "precision": precision,
+    }
 
 
 def _workers(jobs, dask) -> int:

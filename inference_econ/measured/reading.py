@@ -188,7 +188,12 @@ class MeasuredRow:
 
 #: The command line's options that state a column for every row that leaves it blank or out
 #: (``compare-measured``'s).
-STATED_BY = {"hardware": "--hardware", "n_gpus": "--gpus", "precision": "--precision"}
+STATED_BY = {
+    "model": "--model",
+    "hardware": "--hardware",
+    "n_gpus": "--gpus",
+    "precision": "--precision",
+}
 
 
 def _read_columns(
@@ -544,6 +549,8 @@ def _end_to_end(rec, base, metric, gpus, count, where) -> MeasuredRow:
     """An end-to-end row resolved: its model, its MLPerf benchmark, the setting it ran
     (``_read_setting``), its lengths and its latency limits; the first that cannot be read
     gives its status."""
+    if sem.is_missing(base["model_text"]):  # (SGLang's bench_serving result names none)
+        return MeasuredRow(status="unresolved: model is not stated: give --model NAME", **base)
     try:
         base["arch"] = resolve_model(base["model_text"])
     except SpecError as exc:

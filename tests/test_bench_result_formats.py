@@ -1,0 +1,164 @@
+"""Benchmark tools' result files beyond ``vllm bench serve`` and aiperf's own tests: SGLang's
+``bench_serving`` JSON lines (vLLM's keys, its own end-to-end latencies, no model name),
+genai-perf's ``profile_export_genai_perf.json`` (its load and model in ``input_config``), the
+server a run's ``backend`` names, a file cut short, and the columns ``calibrate`` takes from
+the command line for a result that states none."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from inference_econ.cli import main
+from inference_econ.measured.reading import load_measured
+
+RESULTS = Path(__file__).parent / "data" / "benchmark_results"
+VLLM_CONCURRENCY = json.loads((RESULTS / "vllm-bench-concurrency.json").read_text())
+
+#: One run as SGLang's bench_serving writes it (``--output-file``): vLLM's keys, its own names
+#: of the end-to-end latencies, Infinity for a run at maximum rate, and no model.
+SGLANG_RUN = {
+    "backend": "sglang",
+    "dataset_name": "random",
+    "request_rate": float("inf"),
+    "max_concurrency": 64,
+    "random_input_len": 1000,
+    "random_output_len": 1000,
+    "random_range_ratio": 1.0,
+    "duration": 120.5,
+    "completed": 640,
+    "total_input_tokens": 640000,
+    "total_output_tokens": 640000,
+    "total_output_tokens_retokenized": 639800,
+    "request_throughput": 5.31,
+    "input_throughput": 5311.2,
+    "output_throughput": 5311.2,
+    "mean_e2e_latency_ms": 11900.0,
+    "median_e2e_latency_ms": 11800.0,
+    "p99_e2e_latency_ms": 12900.0,
+    "mean_ttft_ms": 410.0,
+    "median_ttft_ms": 300.0,
+    "p99_ttft_ms": 1500.0,
+    "mean_tpot_ms": 11.5,
+    "median_tpot_ms": 11.4,
+    "p99_tpot_ms": 13.0,
+    "mean_itl_ms": 11.5,
+    "median_itl_ms": 10.9,
+    "p99_itl_ms": 30.0,
+    "concurrency": 63.2,
+}
+
+
+def _stat(unit: str, avg: float) -> dict:
+    return {"unit": unit, "avg": avg, "p50": avg, "p90": avg * 1.1, "p99": avg * 1.3}
+
+
+#: genai-perf's export: aiperf's metric sections, its load and model in ``input_config``.
+GENAI_PERF = {
+    "request_throughput": {"unit": "requests/sec", "avg": 2.9},
+    "request_latency": _stat("ms", 21800.0),
+    "time_to_first_token": _stat("ms", 480.0),
+    "inter_token_latency": _stat("ms", 20.8),
+    "output_token_throughput": {"unit": "tokens/sec", "avg": 2980.0},
+    "output_sequence_length": _stat("tokens", 1024.0),
+    "input_sequence_length": _stat("tokens", 1024.0),
+    "input_config": {
+        "model": ["openai/gpt-oss-120b"],
+        "backend": "tensorrtllm",
+        "service_kind": "openai",
+        "endpoint_type": "chat",
+        "concurrency": 64,
+        "request_rate": None,
+        "num_prompts": 640,
+    },
+}
+
+
+def _lines(tmp_path, runs, name="sglang.jsonl") -> Path:
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    return path
+
+
+def test_sglang_bench_serving_rows_name_sglang_and_read_its_latencies(tmp_path):
+    runs = [SGLANG_RUN, {**SGLANG_RUN, "max_concurrency": 256, "output_throughput": 11200.0}]
+    rows = load_measured(_lines(tmp_path, runs), {"model": "DeepSeek-R1", "hardware": "H200",
+                                                  "n_gpus": "8", "precision": "FP8"})  # fmt: skip
+    assert len(rows) == 14  # seven figures a run, its end-to-end latencies among them
+    assert {r.engine for r in rows} == {"sglang"}  # not the vLLM profile the keys look like
+    assert all(r.source.startswith("sglang bench_serving result") for r in rows)
+    e2e = [r for r in rows if r.metric_text == "mean_e2el"]
+    assert [r.value for r in e2e] == [11900.0, 11900.0]
+    assert [r.concurrency for r in rows if r.metric_text == "throughput"] == [64.0, 256.0]
+    assert rows[0].arch.name == "DeepSeek-R1"
+    assert rows[0].status == "ok"
+
+
+def test_sglang_rate_run_reads_little_law_from_its_own_latency_key(tmp_path):
+    run = {**SGLANG_RUN, "request_rate": 4.0, "max_concurrency": None}
+    rows = load_measured(_lines(tmp_path, [run]), {"model": "DeepSeek-R1", "hardware": "H200",
+                                                   "n_gpus": "8", "precision": "FP8"})  # fmt: skip
+    # 5.31 completed req/s x 11.9 s mean end-to-end: 63.19 requests in flight
+    assert rows[0].concurrency == 63.19
+
+
+def test_result_naming_no_model_is_unresolved_with_the_option_that_gives_it(tmp_path):
+    path = _lines(tmp_path, [SGLANG_RUN])
+    rows = load_measured(path, {"hardware": "H200", "n_gpus": "8", "precision": "FP8"})
+    assert {r.status for r in rows} == {"unresolved: model is not stated: give --model NAME"}
+    got = CliRunner().invoke(main, ["compare-measured", str(path), "--assumptions",
+        "achievable", "-H", "H200", "--gpus", "8", "--precision", "FP8", "--model",
+        "DeepSeek-R1", "-q", "--format", "csv"])  # fmt: skip
+    assert got.exit_code == 0, got.output
+    assert got.output.count(",DeepSeek-R1,H200-SXM,8,") == 7
+
+
+def test_vllm_run_against_an_sglang_server_is_sglang_rows(tmp_path):
+    run = {**VLLM_CONCURRENCY, "backend": "sglang-oai-chat"}
+    del run["ie_engine"]
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(run))
+    assert {r.engine for r in load_measured(path)} == {"sglang"}
+    openai = {**run, "backend": "openai-chat"}  # names no server: the tool's own engine
+    path.write_text(json.dumps(openai))
+    assert {r.engine for r in load_measured(path)} == {"vllm"}
+
+
+def test_genai_perf_export_reads_its_model_and_concurrency(tmp_path):
+    path = tmp_path / "profile_export_genai_perf.json"
+    path.write_text(json.dumps(GENAI_PERF))
+    rows = load_measured(path, {"hardware": "B200", "n_gpus": "4", "precision": "FP4"})
+    assert [r.metric_text for r in rows] == [
+        "throughput", "mean_TPOT", "mean_TTFT", "p99_TTFT", "mean_e2el", "p99_e2el",
+    ]  # fmt: skip
+    assert {r.arch.name for r in rows} == {"gpt-oss-120b"}
+    assert {r.concurrency for r in rows} == {64.0}
+    assert rows[0].value == 2980.0 and rows[1].value == 20.8
+    assert rows[0].source == "genai-perf result profile_export_genai_perf.json"
+
+
+def test_result_file_cut_short_is_one_line_saying_so(tmp_path):
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(VLLM_CONCURRENCY)[:700])
+    got = CliRunner().invoke(main, ["compare-measured", str(path)])
+    assert got.exit_code == 2
+    line = got.output.strip().splitlines()[-1]
+    assert line.startswith(f"error: {path}: not valid JSON at line 1: ")
+    assert "cut short or damaged" in got.output
+    assert "not a result of" not in got.output
+
+
+def test_calibrate_takes_the_gpu_count_and_precision_a_result_leaves_out(tmp_path):
+    run = {k: v for k, v in VLLM_CONCURRENCY.items() if not k.startswith("ie_")}
+    run["model_id"] = "meta-llama/Llama-3.3-70B-Instruct"
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(run))
+    bare = CliRunner().invoke(main, ["calibrate", str(path), "--engine", "vllm"])
+    assert bare.exit_code == 2 and "give --hardware NAME --gpus N" in bare.output
+    got = CliRunner().invoke(main, ["calibrate", str(path), "--engine", "vllm", "-H", "H100",
+                                    "--gpus", "8", "--precision", "FP8"])  # fmt: skip
+    # read now: too few rows to fit, which is the fit's refusal (exit 1), not the reading's
+    assert got.exit_code == 1, got.output
+    assert "usable rows cannot fit" in got.output
