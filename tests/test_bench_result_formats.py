@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from inference_econ.cli import main
+from inference_econ.errors import SpecError
 from inference_econ.measured.reading import load_measured
 
 RESULTS = Path(__file__).parent / "data" / "benchmark_results"
@@ -162,3 +164,24 @@ def test_calibrate_takes_the_gpu_count_and_precision_a_result_leaves_out(tmp_pat
     # read now: too few rows to fit, which is the fit's refusal (exit 1), not the reading's
     assert got.exit_code == 1, got.output
     assert "usable rows cannot fit" in got.output
+
+
+def test_aiperf_latencies_read_in_the_unit_their_metric_states(tmp_path):
+    """A genai-perf export whose latencies are in seconds reads as the same export in ms (a
+    unit it does not know is its field's refusal, never a figure read a thousand times off)."""
+    seconds = {
+        **GENAI_PERF,
+        **{k: _stat("s", GENAI_PERF[k]["avg"] / 1e3)
+           for k in ("request_latency", "time_to_first_token", "inter_token_latency")},
+    }  # fmt: skip
+    given = {"hardware": "H200", "n_gpus": "8", "precision": "MXFP4"}
+    ms_rows, s_rows = (
+        load_measured(_lines(tmp_path, [run], f"{name}.json"), given)
+        for name, run in (("ms", GENAI_PERF), ("s", seconds))
+    )
+    read = {r.metric_text: r.value for r in s_rows}
+    assert read == pytest.approx({r.metric_text: r.value for r in ms_rows}, rel=1e-12)
+    assert read["mean_TTFT"] == pytest.approx(480.0) and read["mean_TPOT"] == pytest.approx(20.8)
+    bad = {**GENAI_PERF, "time_to_first_token": _stat("furlongs", 0.5)}
+    with pytest.raises(SpecError, match=r"time_to_first_token\.unit.*'furlongs'"):
+        load_measured(_lines(tmp_path, [bad], "bad.json"), given)

@@ -443,11 +443,25 @@ def _vllm_rows(run: dict, path: Path, i: int, at: str) -> tuple[list, bool]:
     return rows, True
 
 
-def _avg(run: dict, key: str, path: Path, at: str, stat: str = "avg", **opts):
+#: Milliseconds a unit of time aiperf or genai-perf writes a latency in is worth.
+_TO_MS = {"ms": 1.0, "s": 1e3, "sec": 1e3, "us": 1e-3, "µs": 1e-3, "ns": 1e-6}
+
+
+def _avg(run: dict, key: str, path: Path, at: str, stat: str = "avg", time=False, **opts):
     """The ``avg`` (or ``stat``: "p99") of one of aiperf's metrics (``{"unit", "avg", "p99",
-    ...}``), ``checked``."""
+    ...}``), ``checked``; a ``time`` in milliseconds, from the unit the metric states (none:
+    ms, as both tools write them)."""
     metric = section(run.get(key), path, at + key, dict) or {}
-    return checked(number, metric.get(stat), path, f"{at}{key}.{stat}", **opts)
+    value = checked(number, metric.get(stat), path, f"{at}{key}.{stat}", **opts)
+    unit = metric.get("unit", "ms")
+    if not time or not isinstance(value, float):
+        return value
+    if unit not in _TO_MS:
+        raise SpecError(
+            str(path), f"{at}{key}.unit", f"is {unit!r}, not a unit of time this reads",
+            "a latency in ms, s, us or ns, as the tool writes it",
+        )  # fmt: skip
+    return value * _TO_MS[unit]
 
 
 def _aiperf_rows(run: dict, path: Path, at: str) -> list:
@@ -474,7 +488,7 @@ def _aiperf_rows(run: dict, path: Path, at: str) -> list:
     n_in = _avg(run, "input_sequence_length", path, at, required=True)
     n_out = _avg(run, "output_sequence_length", path, at, required=True)
     req_per_s = _avg(run, "request_throughput", path, at)
-    latency = _avg(run, "request_latency", path, at)
+    latency = _avg(run, "request_latency", path, at, time=True)
     count = _avg(run, "request_count", path, at)
     metrics = [
         (metric, value, unit)
@@ -482,12 +496,12 @@ def _aiperf_rows(run: dict, path: Path, at: str) -> list:
             ("throughput", _avg(run, "output_token_throughput", path, at), "tokens/s"),
             # aiperf's inter-token latency is (end-to-end - TTFT) / (output tokens - 1) per
             # request: the time per output token the format calls TPOT
-            ("mean_TPOT", _avg(run, "inter_token_latency", path, at), "ms"),
+            ("mean_TPOT", _avg(run, "inter_token_latency", path, at, time=True), "ms"),
             # its first tokens and whole requests, as vllm bench serve's are read
-            ("mean_TTFT", _avg(run, "time_to_first_token", path, at), "ms"),
-            ("p99_TTFT", _avg(run, "time_to_first_token", path, at, "p99"), "ms"),
+            ("mean_TTFT", _avg(run, "time_to_first_token", path, at, time=True), "ms"),
+            ("p99_TTFT", _avg(run, "time_to_first_token", path, at, "p99", True), "ms"),
             ("mean_e2el", latency, "ms"),
-            ("p99_e2el", _avg(run, "request_latency", path, at, "p99"), "ms"),
+            ("p99_e2el", _avg(run, "request_latency", path, at, "p99", True), "ms"),
         )
         if value is not None
     ]
