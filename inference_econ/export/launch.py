@@ -577,7 +577,9 @@ def disagg_plan(
         decode,
     )
     load = _closed_loop_load(prompt_tokens, output_tokens, b, requests)
-    expected, ends = _disaggregated_figures(dis, b)
+    expected, ends = _disaggregated_figures(
+        dis, b, _deployed_price_factor(dis, gpus, n_p, prefill_count)
+    )
     notes = (
         f"Prefill workers: {prefill_count} per decode worker, the ratio of the pools' busy times "
         f"({ratio:.3g}; docs/model.md §B10).",
@@ -615,15 +617,30 @@ def _prefill_ratio(setting: Setting, dis, gpus: float, b: int, n_p: int) -> floa
     return ratio
 
 
-def _disaggregated_figures(dis, b: int) -> tuple[dict, dict]:
+def _deployed_price_factor(dis, gpus: float, n_p: int, prefill_count: int) -> float:
+    """The all-in price of ``prefill_count`` prefill workers of ``n_p`` GPUs beside the decode
+    worker of ``gpus`` over that of the pools' row ``dis``, which prices one: every GPU of the
+    deployment paid for all the time, at the rate the slower pool then sets (§B10)."""
+    from ..serving.disaggregation import pool_balance
+
+    row_gpu_s = float(dis["gpu_s_per_request_idle_charged"])
+    slower = row_gpu_s / (float(gpus) + n_p)  # the row's seconds per request
+    prefill_s = float(dis["prefill_pool_busy_fraction"]) * slower
+    decode_s = float(dis["decode_pool_busy_fraction"]) * slower
+    deployed = pool_balance(prefill_count * n_p, prefill_s / prefill_count, gpus, decode_s)
+    return deployed.gpu_s_per_request / row_gpu_s
+
+
+def _disaggregated_figures(dis, b: int, price_factor: float = 1.0) -> tuple[dict, dict]:
     """The figures a disaggregated plan expects from its pools' row ``dis`` at ``b`` running
-    requests a decode worker, and their intervals (§F12), by name."""
+    requests a decode worker, and their intervals (§F12), by name; the price is the row's times
+    ``price_factor``, the deployment's over the row's pools (its ends with it)."""
     expected = {
         "ttft_s": float(dis["ttft_s"]),
         "tpot_s": float(dis["decode_latency_s"]),
         "output_tokens_per_s_per_request": float(dis["tokens_per_s"]),
         "output_tokens_per_s": b / float(dis["decode_latency_s"]),
-        "usd_per_m_output_tokens": float(dis["usd_per_m_output_tokens_all_in"]),
+        "usd_per_m_output_tokens": float(dis["usd_per_m_output_tokens_all_in"]) * price_factor,
     }
     named = {  # the disaggregated row's figure behind each expected figure (§F12)
         "ttft_s": "ttft_s",
@@ -632,6 +649,9 @@ def _disaggregated_figures(dis, b: int) -> tuple[dict, dict]:
         "usd_per_m_output_tokens": "usd_per_m_output_tokens_all_in",
     }
     ends = _renamed_ends(dis, named)
+    for column in interval_columns("usd_per_m_output_tokens"):
+        if column in ends:  # the throughput's band, so the price's ends scale with it
+            ends[column] *= price_factor
     if ends:
         speeds = _speeds(ends, "tpot_s", b)
         ends.update(
