@@ -3,6 +3,8 @@ worker beside the decode worker, paid for all the time, at the rate the slower p
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from inference_econ import api
@@ -44,3 +46,31 @@ def test_disagg_export_price_interval_holds_the_price(deepseek_pools):
         ends["usd_per_m_output_tokens_low90"] <= low
         and high <= ends["usd_per_m_output_tokens_high90"]
     )
+
+
+def test_disagg_benchmark_result_reads_back_with_its_pools(deepseek_pools, tmp_path):
+    """The benchmark's metadata and plan.json name both pools, so a result of a disaggregated
+    plan is predicted (its decode GPUs known) rather than left unresolved."""
+    from inference_econ.export import benchmark_commands as bc
+    from inference_econ.export import bundle
+    from inference_econ.measured.reading import load_measured
+    from inference_econ.measured.tool_results import tool_frame
+
+    meta = bc.metadata(deepseek_pools)
+    assert meta["ie_parallelism"] == "prefill: TP8 (EP8) x2; decode: TP16 (EP16, attn-DP)"
+    (tmp_path / "plan.json").write_text(json.dumps(bundle.plan_record(deepseek_pools)))
+    run = {
+        "backend": "sglang", "model_id": "deepseek-ai/DeepSeek-R1", "num_prompts": 10240,
+        "completed": 10240, "max_concurrency": 1024, "request_rate": "inf",
+        "total_input_tokens": 4000 * 10240, "total_output_tokens": 1000 * 10240,
+        "output_throughput": 24000.0, "mean_tpot_ms": 40.0,
+    }  # fmt: skip
+    (tmp_path / "results").mkdir()
+    for name, extra in (("bare.json", {}), ("tagged.json", meta)):
+        path = tmp_path / "results" / name
+        path.write_text(json.dumps({**run, **extra}))
+        frame = tool_frame(path)
+        assert set(frame["parallelism"]) == {meta["ie_parallelism"]}
+        assert set(frame["n_gpus"]) == {"32"}
+        throughput = [r for r in load_measured(path) if r.metric_text == "throughput"]
+        assert throughput and all(r.ok and r.decode_gpus == 16 for r in throughput)

@@ -59,15 +59,19 @@ def stated(plan: LaunchPlan) -> str:
 def metadata(plan: LaunchPlan) -> dict:
     """What a result row needs besides the measurement (the measured-results CSV's columns,
     and what its notes state: ``stated``)."""
-    decode = [w for w in plan.workers if w.role in ("server", "decode")][0]
     said = stated(plan)
     extra = {"ie_stated": said} if said else {}
+    moe = plan.setting.model.is_moe
+    layouts = {  # pools as the reader takes them: "prefill: TP8 x2; decode: TP16"
+        w.role: parallelism(w, moe) + (f" x{w.count}" if w.count > 1 else "") for w in plan.workers
+    }
     return {
         "ie_model": plan.setting.model.name,
         "ie_hardware": plan.setting.gpu.name,
         "ie_n_gpus": plan.gpus,
-        "ie_parallelism": parallelism(decode, plan.setting.model.is_moe)
-        + (f" x{decode.count}" if decode.count > 1 else ""),
+        "ie_parallelism": "; ".join(
+            layout if role == "server" else f"{role}: {layout}" for role, layout in layouts.items()
+        ),
         "ie_precision": _precision(plan),
         "ie_engine": plan.engine,
         "ie_engine_version": plan.version,

@@ -224,10 +224,6 @@ def _plan_context(path: Path) -> dict:
                     raise SpecError(
                         str(plan), f"workers[{k}]", "is null", "write it again with export"
                     )
-            decode = next(
-                (w for w in workers if w.get("role") in ("server", "decode")), workers[-1]
-            )
-            count = _plan_count(decode, "count", 1, plan, f"workers[{workers.index(decode)}]")
             gpus = sum(
                 _plan_count(w, "count", 1, plan, f"workers[{k}]")
                 * _plan_count(w, "gpus", 0, plan, f"workers[{k}]")
@@ -237,8 +233,7 @@ def _plan_context(path: Path) -> dict:
                 "model": _plan_text(data, "model", plan),
                 "hardware": _plan_text(data, "hardware", plan),
                 "n_gpus": str(gpus),
-                "parallelism": str(decode.get("parallelism", ""))
-                + (f" x{count}" if count > 1 else ""),
+                "parallelism": _plan_layouts(workers, plan),
                 "precision": _precision_word(str(data.get("precision", ""))),
                 "engine": " ".join(
                     filter(None, (_plan_text(data, k, plan) for k in ("engine", "engine_version")))
@@ -251,6 +246,19 @@ def _plan_context(path: Path) -> dict:
             break
         folder = folder.parent
     return {}
+
+
+def _plan_layouts(workers: list, plan: Path) -> str:
+    """The layout an export's plan.json states, as a measured row's parallelism: its instance
+    ("TP8 x2"), or its pools by role ("prefill: TP8 x2; decode: TP16 (EP16, attn-DP)"), which
+    say how many of the GPUs decode."""
+    parts = []
+    for k, w in enumerate(workers):
+        count = _plan_count(w, "count", 1, plan, f"workers[{k}]")
+        layout = str(w.get("parallelism", "")) + (f" x{count}" if count > 1 else "")
+        role = w.get("role")
+        parts.append(layout if role in ("server", None) else f"{role}: {layout}")
+    return "; ".join(parts)
 
 
 def _plan_text(data: dict, key: str, plan: Path) -> str:
