@@ -282,7 +282,7 @@ def frontier(model, hardware=None, *, method=None, **kwargs) -> Frontier:
     --------
     >>> import inference_econ as ie
     >>> f = ie.frontier("Llama 3 70B", "H100-paper", weight_bits=8, grid_points=60)
-    >>> f.fastest()["tokens_per_s"] > f.cheapest()["tokens_per_s"]
+    >>> bool(f.fastest()["tokens_per_s"] > f.cheapest()["tokens_per_s"])
     True
     """
     problem, method, options = _split({"method": method, **kwargs})

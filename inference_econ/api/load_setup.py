@@ -290,7 +290,12 @@ def settings_per_gpu(model, hardware, problem: dict) -> list[Setting]:
     names = hardware if isinstance(hardware, (list, tuple)) else [hardware]
     if not names:
         raise SpecError("argument", "hardware", "is empty", "give at least one GPU")
-    return [setting_of(model, h, **problem) for h in names]
+    settings = [setting_of(model, h, **problem) for h in names]
+    gpus = [s.gpu.name for s in settings]
+    twice = next((g for i, g in enumerate(gpus) if g in gpus[:i]), None)
+    if twice is not None:  # each candidate would be searched, and listed, twice
+        raise SpecError("argument", "hardware", f"names {twice} twice", "give each GPU once")
+    return settings
 
 
 def given_deployment(

@@ -3,6 +3,8 @@ settings (one place, so every function refuses a Setting given with other settin
 
 from __future__ import annotations
 
+import dataclasses
+
 from ..errors import SpecError, short
 from ..serving.setting import Setting, make_setting
 
@@ -35,11 +37,10 @@ def setting_of(model, hardware, **kwargs) -> Setting:
                 "pass only the Setting; a search method goes by keyword: method=...",
             )
         if kwargs:
-            raise SpecError(
-                "argument",
-                next(iter(kwargs)),
-                "given together with a Setting",
-                "change the setting with setting.replace(...) instead",
-            )
+            key = next(iter(kwargs))
+            fix = f"change the setting with setting.replace({key}=...) instead"
+            if key not in {f.name for f in dataclasses.fields(Setting)}:
+                fix = f"build the setting with ie.make_setting(model, hardware, {key}=...)"
+            raise SpecError("argument", key, "given together with a Setting", fix)
         return model
     return make_setting(model, hardware, **kwargs)

@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 from .. import settings as table
-from ..errors import InfeasibleError, SpecError, plural, short
+from ..errors import InfeasibleError, SpecError, expect, plural, short
 from ..model.assumptions import ACHIEVABLE
 from ..specs.engine import EngineProfile, load_engine
 from . import comparison
@@ -85,6 +85,7 @@ def calibrate(
         raise SpecError(
             "argument", "progress", f"expected a function, got {short(progress)}", "e.g. print"
         )
+    expect(holdout, bool, "holdout", "true or false", "holdout=False fits without leaving out")
     t0 = time.perf_counter()
     say = progress or (lambda message: None)
     notes: list = []

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import settings as table
-from ..errors import SpecError, warn
+from ..errors import SpecError, did_you_mean, expect, warn
 from ..model.assumptions import CLOCKS, Assumptions, preset
 from ..model.overlap import check_overlap
 from ..specs.architecture import Architecture, Precision, load_model
 from ..specs.catalog import display_path
 from ..specs.hardware import GPU, load_hardware
+from ..specs.schema import check_number
 from .speculative import DraftHeads, SpecDecoding, check_draft, eagle_head, mtp_heads
 
 
@@ -64,7 +65,11 @@ class Setting:
         return self.label or f"{self.model.name} on {self.gpu.name}"
 
     def replace(self, **changes) -> Setting:
-        return dataclasses.replace(self, **changes)
+        """A copy with ``changes``: each a field of ``Setting``, checked as ``make_setting``
+        checks it (a row of the table of settings against its bounds; ``model``, ``gpu`` and
+        ``assumptions`` by type). A setting of the table that is not a field (``weight_bits``,
+        ``draft``, ...) is refused with the call that builds it."""
+        return dataclasses.replace(self, **_checked_changes(changes))
 
     def metadata(self) -> dict:
         """What a result was computed with: model and GPU (names and files), assumptions,
@@ -274,6 +279,49 @@ def make_setting(model, hardware, **options) -> Setting:
         costs_file=costs_file,
         **copied,
     )
+
+
+#: Fields of a Setting that ``replace`` checks by type, not against a row of the table.
+_TYPED = {
+    "model": (Architecture, "an Architecture", "e.g. ie.load_model('Llama 3 70B')"),
+    "gpu": (GPU, "a GPU", "e.g. ie.load_hardware('H100')"),
+    "assumptions": (Assumptions, "an Assumptions", "e.g. ie.preset('refined')"),
+}
+
+
+def _checked_changes(changes: dict) -> dict:
+    """``Setting.replace``'s changes, validated (never a silently wrong number later)."""
+    fields = [f.name for f in dataclasses.fields(Setting)]
+    out = {}
+    for key, value in changes.items():
+        if key not in fields:
+            fix = did_you_mean(str(key), fields) or f"fields: {', '.join(fields)}"
+            if key in table.BY_NAME:
+                fix = f"build a new one: ie.make_setting(model, hardware, {key}=...)"
+            raise SpecError("argument", str(key), "is not a field of Setting", fix)
+        if key in _TYPED:
+            value = expect(value, _TYPED[key][0], key, *_TYPED[key][1:])
+        elif key in table.BY_NAME:
+            value = _row_checked(table.option(key), value)
+        out[key] = _cap(value) if key == "max_throughput_tokens_per_s" else value
+    return out
+
+
+def _row_checked(row: table.Option, value):
+    """``value`` checked against its row: a number is finite and above the row's minimum (not
+    held to its maximum: a derived setting may pass it, e.g. a context of prompt and output,
+    and the check that knows why refuses it by the option given)."""
+    if (
+        value is None
+        or row.kind not in ("number", "integer")
+        or (row.no_limit and value == math.inf)
+    ):
+        return row.check(value)
+    number = check_number(
+        value, "argument", row.name, minimum=row.minimum,
+        exclusive_minimum=row.exclusive_minimum, integer=row.kind == "integer", unit=row.unit,
+    )  # fmt: skip
+    return number if row.kind == "integer" else float(number)
 
 
 def _given(hardware):

@@ -203,6 +203,13 @@ def find(kind: str, name_or_path: str | os.PathLike) -> Path:
     Hardware names may also be benchmark system names ("8xMI325X_2xEPYC_9575F", "NVIDIA
     B200-SXM-180GB"): see ``resolve_system_name``.
     """
+    if not isinstance(name_or_path, (str, os.PathLike)):  # not "no model named '5'"
+        raise SpecError(
+            "argument",
+            kind,
+            f"expected a name or a YAML file's path, got {short(name_or_path)}",
+            f"give one name as text, e.g. a name from ie.list_specs({kind!r})",
+        )
     text = str(name_or_path)
     candidate = _existing_file(text)
     yaml_name = text.endswith((".yaml", ".yml"))

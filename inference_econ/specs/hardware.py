@@ -645,8 +645,11 @@ def derive(
 ) -> GPU:
     """A new spec from ``base``: ``overrides`` replace fields, ``scale`` multiplies them.
 
-    >>> h100 = load_hardware("H100-SXM")
-    >>> fast = derive(h100, name="H100 2x HBM", scale={"hbm_bandwidth_bytes_per_s": 2})
+    >>> import inference_econ as ie
+    >>> h100 = ie.load_hardware("H100-SXM")
+    >>> fast = ie.derive(h100, name="H100 2x HBM", scale={"hbm_bandwidth_bytes_per_s": 2})
+    >>> fast.hbm_bandwidth_bytes_per_s / h100.hbm_bandwidth_bytes_per_s
+    2.0
 
     ``base`` may also be a GPU's name or file, as everywhere else.
     """

@@ -131,6 +131,12 @@ def sweep(
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         expect(values, (list, tuple), "values", "a list of values", "e.g. [0.5, 1, 2]")
     values = list(values)
+    if not values:
+        raise SpecError(
+            "argument", "values", "is empty", "give at least one value, e.g. [0.5, 1, 2]"
+        )
+    _check_progress(progress)
+    at_speed = _checked_speed(at_speed)
     # every value checked before any frontier is searched, each refusal naming the list
     varied = [vary(setting, parameter, value, f"values ({parameter})") for value in values]
     if at_speed is None:
@@ -183,22 +189,15 @@ def elasticities(
     expect(
         setting, Setting, "setting", "a Setting", "build one with ie.make_setting(model, hardware)"
     )
-    parameters = parameters or [
-        p for p, (kind, _) in PARAMETERS.items() if kind == "factor" and p != "hbm_capacity"
-    ]
+    parameters = _factor_parameters(parameters)
+    _check_progress(progress)
+    at_speed = _checked_speed(at_speed)
     if at_speed is None:
         at_speed = default_speed(setting, method)
     rows = []
     for i, p in enumerate(parameters):
         if progress:
             progress(f"{p} x0.5 and x2 ({i + 1}/{len(parameters)})")
-        if PARAMETERS.get(p, ("value",))[0] != "factor":
-            raise SpecError(
-                "argument",
-                "parameters",
-                f"{p!r} is not a factor parameter",
-                "elasticities need factors",
-            )
         df = sweep(setting, p, [0.5, 2.0], at_speed, method=method)
         speed = np.log(df.fastest_tokens_per_s.to_numpy())
         cost = np.log(df.usd_per_mtok_at_speed.to_numpy())
@@ -213,6 +212,36 @@ def elasticities(
         row.update(_paired_elasticity(df, "usd_per_mtok_at_speed", "cost_at_speed_elasticity", row))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _factor_parameters(parameters) -> list[str]:
+    """The factor parameters ``elasticities`` varies, each checked before any is searched (one
+    name is one parameter, not its letters); None: every factor but HBM capacity."""
+    factors = [p for p, (kind, _) in PARAMETERS.items() if kind == "factor"]
+    if parameters is None:
+        return [p for p in factors if p != "hbm_capacity"]
+    if isinstance(parameters, str):
+        parameters = [parameters]
+    expect(parameters, (list, tuple), "parameters", "a list of names", "e.g. ['flops', 'price']")
+    if not parameters:
+        raise SpecError("argument", "parameters", "is empty", f"name some of {', '.join(factors)}")
+    for p in parameters:
+        if p not in factors:
+            hint = did_you_mean(str(p), factors) or f"choose from {', '.join(factors)}"
+            raise SpecError("argument", "parameters", f"{short(p)} is not a factor parameter", hint)
+    return list(parameters)
+
+
+def _check_progress(progress) -> None:
+    if progress is not None and not callable(progress):
+        raise SpecError(
+            "argument", "progress", f"expected a function, got {short(progress)}", "e.g. print"
+        )
+
+
+def _checked_speed(at_speed) -> float | None:
+    """The speed costs are read at: None (the default), or within the ``at_speed`` row."""
+    return table.option("at_speed").check(at_speed)
 
 
 def _paired_elasticity(df: pd.DataFrame, figure: str, name: str, row: dict) -> dict:

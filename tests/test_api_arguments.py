@@ -1,0 +1,128 @@
+"""Python API arguments of the wrong type or value: one SpecError naming the argument, never a
+TypeError from inside, a number computed from a bad value, or a result silently doubled."""
+
+from __future__ import annotations
+
+import doctest
+import math
+from pathlib import Path
+
+import pytest
+
+import inference_econ as ie
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def setting():
+    return ie.make_setting("Llama 3 8B", "H100-paper")
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"context_tokens": math.nan}, "context_tokens"),
+        ({"context_tokens": -5}, "context_tokens"),
+        ({"pue": 0.1}, "pue"),
+        ({"max_gpus": 0}, "max_gpus"),
+        ({"pipeline": "no"}, "pipeline"),
+        ({"gpu": "H100"}, "gpu"),
+        ({"contxt_tokens": 1000}, "contxt_tokens"),
+    ],
+)
+def test_setting_replace_refuses_what_make_setting_refuses(setting, change, field):
+    with pytest.raises(ie.SpecError, match=f"field '{field}'"):
+        setting.replace(**change)
+
+
+def test_setting_replace_sends_a_table_setting_that_is_no_field_to_make_setting(setting):
+    with pytest.raises(ie.SpecError, match=r"weight_bits.*ie\.make_setting"):
+        setting.replace(weight_bits=8)
+    with pytest.raises(ie.SpecError, match=r"weight_bits.*ie\.make_setting"):
+        ie.frontier(setting, weight_bits=8)
+    with pytest.raises(ie.SpecError, match=r"setting\.replace\(context_tokens=\.\.\.\)"):
+        ie.frontier(setting, context_tokens=8000)
+
+
+def test_setting_replace_with_valid_values_prices_as_make_setting_does(setting):
+    replaced = ie.point(setting.replace(context_tokens="4000"), gpus=1, batch=8)
+    built = ie.point("Llama 3 8B", "H100-paper", gpus=1, batch=8, context_tokens=4000)
+    assert replaced["usd_per_mtok"] == pytest.approx(built["usd_per_mtok"], rel=1e-12)
+    assert setting.replace(max_throughput_tokens_per_s=None).max_throughput_tokens_per_s == math.inf
+
+
+@pytest.mark.parametrize("given", [5, None, True, ["H100"], 8.0])
+def test_a_model_or_gpu_that_is_not_a_name_is_refused_as_such(given):
+    with pytest.raises(ie.SpecError, match="expected a name or a YAML file's path"):
+        ie.load_hardware(given)
+    with pytest.raises(ie.SpecError, match="field 'models': expected a name"):
+        ie.point(given, "H100", gpus=8, batch=64)
+
+
+def test_point_refuses_a_list_of_gpus_rather_than_reading_it_as_a_name():
+    with pytest.raises(ie.SpecError, match=r"field 'hardware': expected a name.*'H100-paper'"):
+        ie.point("Llama 3 70B", ["H100-paper", "H100"], gpus=8, batch=64)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"values": []}, "values"),
+        ({"values": [1], "progress": 5}, "progress"),
+        ({"values": [1], "at_speed": math.nan}, "at_speed"),
+        ({"values": [1], "at_speed": 0}, "at_speed"),
+    ],
+)
+def test_sweep_refuses_before_searching(setting, kwargs, field):
+    with pytest.raises(ie.SpecError, match=f"field '{field}'"):
+        ie.sweep(setting, "hbm_bandwidth", **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"parameters": []}, "is empty"),
+        ({"parameters": ["flops", "flop"]}, "did you mean 'flops'"),
+        ({"parameters": ["context"]}, "'context' is not a factor parameter"),
+        ({"parameters": ["flops"], "at_speed": math.inf}, "field 'at_speed': is inf"),
+    ],
+)
+def test_elasticities_refuses_before_searching(setting, kwargs, words):
+    with pytest.raises(ie.SpecError, match=words):
+        ie.elasticities(setting, **kwargs)
+
+
+def test_elasticities_reads_one_name_as_one_parameter(setting):
+    one = ie.elasticities(setting, parameters="flops", at_speed=50)
+    listed = ie.elasticities(setting, parameters=["flops"], at_speed=50)
+    assert one["parameter"].tolist() == ["flops"]
+    assert one["fastest_speed_elasticity"].iloc[0] == listed["fastest_speed_elasticity"].iloc[0]
+
+
+def test_capacity_refuses_a_gpu_named_twice():
+    with pytest.raises(ie.SpecError, match="field 'hardware': names H100-SXM twice"):
+        ie.capacity(
+            "Llama 3.3 70B", ["H100", "H100-SXM"], arrival_rate_per_s=20, weight_bits=8,
+            input_lengths=1000, output_lengths=300, slo_tpot_p99_s=0.05, requests=300,
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize("holdout", [2, "no", None])
+def test_calibrate_holdout_is_true_or_false(holdout):
+    with pytest.raises(ie.SpecError, match="field 'holdout': expected true or false"):
+        ie.calibrate(ROOT / "examples" / "measured-rows.csv", holdout=holdout)
+
+
+def test_every_exported_names_examples_give_the_output_they_show(monkeypatch):
+    monkeypatch.chdir(ROOT)  # the examples read files from the repository's root
+    finder = doctest.DocTestFinder()
+    runner = doctest.DocTestRunner(verbose=False)
+    ran = 0
+    for name in ie.__all__:
+        obj = getattr(ie, name)
+        for test in finder.find(obj, name, globs={}):
+            ran += len(test.examples)
+            runner.run(test)
+    assert ran >= 50
+    assert runner.failures == 0
