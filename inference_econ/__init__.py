@@ -131,4 +131,6 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(list(globals()) + list(_EXPORTS))
+    # the public names and the module's dunders; not the imports this file works with
+    own = [n for n in globals() if n.startswith("__")]
+    return sorted(set(own + list(_EXPORTS)))

@@ -126,3 +126,10 @@ def test_every_exported_names_examples_give_the_output_they_show(monkeypatch):
             runner.run(test)
     assert ran >= 50
     assert runner.failures == 0
+
+
+def test_dir_lists_the_public_names_and_no_imports():
+    names = dir(ie)
+    assert set(ie.__all__) <= set(names)
+    assert "__version__" in names
+    assert not {"annotations", "importlib", "_EXPORTS"} & set(names)
