@@ -23,7 +23,7 @@ from .closed_forms import (
     steady_pairs,
     ttft_of,
 )
-from .metric_names import time_unit
+from .metric_names import SECONDS, time_unit
 from .predicting import (
     _DASK,
     _JOBS,
@@ -537,7 +537,7 @@ def _lengths_label(lengths) -> str:
 def _scale_of(unit: str, quantity: str) -> float:
     """``_unit_scale`` of a unit and a metric's quantity."""
     if quantity in TIMES:
-        return {"ms": 1e-3, "us": 1e-6, "s": 1.0}.get(time_unit(unit) or "s", 1.0)
+        return SECONDS[time_unit(unit) or "s"]
     return 1.0
 
 

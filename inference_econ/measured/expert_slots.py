@@ -54,6 +54,13 @@ def _count(text: str, what: str, most: int, where: str, field: str) -> int:
     return int(digits)
 
 
+def _splits_unevenly(engine: str | None) -> bool:
+    """Whether an engine splits experts unevenly where its expert degree does not divide
+    them (vLLM), rather than running balanced slots (TensorRT-LLM, SGLang, and no engine
+    named: the preset's TensorRT-LLM)."""
+    return engine is not None and engine.lower().startswith("vllm")
+
+
 def needed_copies(experts: int, layout, engine: str | None, where: str = "row") -> int:
     """The redundant experts a row's layout (``layouts.Layout``; None: not stated) needs
     beside ``experts`` for its stated expert degree on an engine whose balancer splits its
@@ -63,7 +70,7 @@ def needed_copies(experts: int, layout, engine: str | None, where: str = "row") 
     DeepSeek's 256 over EP72), which the model does not price: the row's ``SpecError``."""
     degree = None if layout is None else layout.expert
     fewest = fewest_copies(experts, degree) if degree else 0
-    if fewest and engine is not None and engine.lower().startswith("vllm"):
+    if fewest and _splits_unevenly(engine):
         raise SpecError(
             where,
             "parallelism",
@@ -82,7 +89,7 @@ def check_stated_slots(experts: int, copies: int, layout, engine: str | None, wh
     TensorRT-LLM's ``num_slots % ep_size``, SGLang's ``num_physical_experts % ep_size``), which
     that engine does not launch: 272 slots of DeepSeek-R1 over EP72 (its fewest, 288)."""
     degree = None if layout is None else layout.expert
-    if not degree or (engine is not None and engine.lower().startswith("vllm")):
+    if not degree or _splits_unevenly(engine):
         return
     slots = experts + copies
     if experts <= 1 or slots % degree == 0:

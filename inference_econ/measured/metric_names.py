@@ -394,17 +394,22 @@ def basis_of_unit(unit: str) -> str | None:
 
 
 #: Time units by what they are written as: "ms", "msec", "milliseconds", "ms/token", "s", "sec",
-#: "seconds", "us", "µs", "microseconds".
+#: "seconds", "us", "µs", "microseconds", "ns", "nanoseconds".
 _TIME_UNITS = (
     ("ms", re.compile(r"^(?:ms|msec|millisec(?:ond)?s?)\b")),
     ("us", re.compile(r"^(?:us|µs|μs|usec|microsec(?:ond)?s?)\b")),
+    ("ns", re.compile(r"^(?:ns|nsec|nanosec(?:ond)?s?)\b")),
     ("s", re.compile(r"^(?:s|sec|secs|seconds?)\b")),
 )
 
 
+#: Seconds in each of ``time_unit``'s units.
+SECONDS = {"ms": 1e-3, "us": 1e-6, "ns": 1e-9, "s": 1.0}
+
+
 @lru_cache(maxsize=1024)
 def time_unit(unit: str) -> str | None:
-    """ "ms", "s" or "us" as a unit's first word writes it ("milliseconds", "ms/token", "sec"),
+    """ "ms", "s", "us" or "ns" as a unit's first word writes it ("milliseconds", "ms/token", "sec"),
     else None (a rate's unit, or none)."""
     text = str(unit).strip().lower()
     return next((name for name, pattern in _TIME_UNITS if pattern.match(text)), None)

@@ -47,6 +47,7 @@ import pandas as pd
 from ..errors import SpecError, short
 from ..specs.inputs import NotJSON, parse_json, read_json, read_text
 from .inferencex import inferencex_rows, is_inferencex
+from .metric_names import SECONDS, time_unit
 from .result_fields import (
     UNUSABLE,
     Unusable,
@@ -451,25 +452,22 @@ def _vllm_rows(run: dict, path: Path, i: int, at: str) -> tuple[list, bool]:
     return rows, True
 
 
-#: Milliseconds a unit of time aiperf or genai-perf writes a latency in is worth.
-_TO_MS = {"ms": 1.0, "s": 1e3, "sec": 1e3, "us": 1e-3, "µs": 1e-3, "ns": 1e-6}
-
-
 def _avg(run: dict, key: str, path: Path, at: str, stat: str = "avg", time=False, **opts):
     """The ``avg`` (or ``stat``: "p99") of one of aiperf's metrics (``{"unit", "avg", "p99",
-    ...}``), ``checked``; a ``time`` in milliseconds, from the unit the metric states (none:
-    ms, as both tools write them)."""
+    ...}``), ``checked``; a ``time`` in milliseconds, from the unit the metric states as a
+    measured row's is read (``metric_names.time_unit``; none: ms, as both tools write it)."""
     metric = section(run.get(key), path, at + key, dict) or {}
     value = checked(number, metric.get(stat), path, f"{at}{key}.{stat}", **opts)
     unit = metric.get("unit", "ms")
     if not time or not isinstance(value, float):
         return value
-    if unit not in _TO_MS:
+    read = time_unit(str(unit))
+    if read is None:
         raise SpecError(
             str(path), f"{at}{key}.unit", f"is {unit!r}, not a unit of time this reads",
             "a latency in ms, s, us or ns, as the tool writes it",
         )  # fmt: skip
-    return value * _TO_MS[unit]
+    return value * SECONDS[read] / SECONDS["ms"]
 
 
 def _aiperf_rows(run: dict, path: Path, at: str) -> list:

@@ -641,9 +641,9 @@ def table_steps_s(
     att, after = np.asarray(attention_positions, dtype=float), 0.0
     if table.serial_prompts:
         att, after = att - prompt_att, table.prompt_attention_s * np.asarray(prompt_att)
-    fixed, memory, compute = (
-        np.asarray(column, dtype=float)[T]
-        for column in (table.fixed_s, table.memory_s, table.compute_s)
+    fixed, memory, compute = (  # a view of each 8-byte column, no copy (a list: the zeros)
+        (np.frombuffer(c, dtype=float) if isinstance(c, array) else np.asarray(c, dtype=float))[T]
+        for c in (table.fixed_s, table.memory_s, table.compute_s)
     )
     gpu = fixed + table.sequence_s * r + after
     gpu += np.maximum(
