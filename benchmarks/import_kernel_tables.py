@@ -2,8 +2,10 @@
 database (github.com/ai-dynamo/aiconfigurator, Apache-2.0): for each GPU folder of
 ``GPUS``, each table of ``TABLES`` read from a git checkout or mirror of that repository
 (``git show COMMIT:PATH``, so a mirror without a work tree will do) and written as
-``kernels/<gpu>/<engine>-<version>/<name>.csv.gz``; and SGLang's DeepEP tables
-(``DEEPEP_TABLES``), from each GPU's own release folder.
+``kernels/<gpu>/<engine>-<version>/<name>.csv.gz``; SGLang's DeepEP tables
+(``DEEPEP_TABLES``), from each GPU's own release folder; and ``kernels/<gpu>/every-engine/
+gemm.csv.gz``, the fastest rows of every GEMM table of the GPU's folder (every engine and
+version, ``fastest_gemm_rows``), which hold the roofline's GEMM ceilings.
 
 A file's first line is ``# `` and a JSON object: where the rows come from (repository, commit,
 path, licence) and the value of each column that was the same on every row and so left out
@@ -30,6 +32,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's package (the every-engine file's rates)
 DATA = "aic-core/src/aiconfigurator_core/systems/data"
 COMMIT = "095f58a51"
 #: AIConfigurator's system folders taken.
@@ -66,6 +69,11 @@ DEEPEP_TABLES = (
     ("wideep_deepep_ll_perf.parquet", "deepep_low_latency"),
     ("wideep_deepep_normal_perf.parquet", "deepep_normal"),
 )
+#: Rows kept of each engine, version and format of a GEMM table in the every-engine file: the
+#: most FLOP/s, and the most bytes/s of the rows whose working set fits in L2 and of the others.
+FASTEST = 8
+#: The every-engine file's columns.
+EVERY_ENGINE_COLUMNS = ["framework", "version", "gemm_dtype", "m", "n", "k", "latency_ms"]
 #: Columns left out where every row holds one value (the value goes to the first line).
 CONSTANT = ("framework", "version", "device", "op_name", "kernel_source")
 RENAME = {"latency": "latency_ms", "message_size": "message_elements"}
@@ -119,6 +127,73 @@ def write_table(frame, header: dict, out: Path) -> None:
         gz.write(text.getvalue().encode("utf-8"))
 
 
+def gemm_tables(repo: Path, commit: str, gpu: str) -> list[str]:
+    """The paths of every GEMM table of ``gpu``'s folder at ``commit`` (every engine and
+    version)."""
+    done = subprocess.run(
+        ["git", "-C", str(repo), "ls-tree", "-r", "--name-only", commit, f"{DATA}/{gpu}/gemm/"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return sorted(p for p in done.stdout.split() if p.endswith("/gemm_perf.parquet"))
+
+
+def fastest_gemm_rows(frame, gpu: str):
+    """The rows of a GEMM table (one engine and version) that can set a roofline ceiling: of
+    each format the model reads, the ``FASTEST`` with the most FLOP/s and those with the most
+    bytes/s among the rows whose working set fits in the part's L2 and among the others (the
+    work as ``kernel_rows.gemm_work`` counts it; ``machine.l2_resident``). Every other row
+    runs slower on both rates than a kept one, so the kept rows' best figures are the
+    table's."""
+    import numpy as np
+    import pandas as pd
+
+    import inference_econ as ie
+    from inference_econ.measured.kernel_rows import GEMM_FORMATS, gemm_work
+    from inference_econ.model.machine import l2_resident
+    from inference_econ.specs.kernel_tables import KERNEL_FOLDERS
+
+    part = ie.load_hardware(next(n for n, f in KERNEL_FOLDERS.items() if f == gpu))
+    frame = frame[(frame["m"] > 0) & frame["gemm_dtype"].isin(list(GEMM_FORMATS))]
+    kept = []
+    for fmt, rows in frame.groupby("gemm_dtype"):
+        flop, nbytes = gemm_work(rows["m"], rows["n"], rows["k"], str(fmt))
+        seconds = rows["latency"].to_numpy() * 1e-3
+        resident = l2_resident(part, nbytes)
+        kept.append(rows.iloc[np.argsort(-flop / seconds, kind="stable")[:FASTEST]])
+        for side in (resident, ~resident):
+            at = np.flatnonzero(side)
+            order = at[np.argsort(-(nbytes / seconds)[at], kind="stable")[:FASTEST]]
+            kept.append(rows.iloc[order])
+    return pd.concat(kept).drop_duplicates() if kept else frame.iloc[:0]
+
+
+def write_every_engine(repo: Path, commit: str, gpu: str, out: Path) -> None:
+    """``kernels/<gpu>/every-engine/gemm.csv.gz``: ``fastest_gemm_rows`` of every GEMM table."""
+    import pandas as pd
+
+    paths = gemm_tables(repo, commit, gpu)
+    frames = [
+        fastest_gemm_rows(pd.read_parquet(io.BytesIO(git_blob(repo, commit, p))), gpu)
+        for p in paths
+    ]
+    frame = pd.concat(frames).rename(columns=RENAME)[EVERY_ENGINE_COLUMNS]
+    frame = frame.sort_values(EVERY_ENGINE_COLUMNS[:6], kind="stable")
+    header = {
+        "source": "github.com/ai-dynamo/aiconfigurator",
+        "commit": commit,
+        "path": f"{DATA}/{gpu}/gemm/*/*/gemm_perf.parquet",
+        "tables": [p.split("/gemm/")[1].rsplit("/", 1)[0] for p in paths],
+        "licence": "Apache-2.0 (kernels/LICENSE-aiconfigurator)",
+        "rows": f"of each table and format, the {FASTEST} with the most FLOP/s and the "
+        f"{FASTEST} with the most bytes/s in L2 and beyond it (m > 0)",
+    }
+    target = out / gpu / "every-engine" / "gemm.csv.gz"
+    write_table(frame, header, target)
+    print(f"{target.relative_to(out)}: {len(frame)} rows of {len(paths)} tables")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("repo", type=Path, help="a git checkout or mirror of aiconfigurator")
@@ -147,6 +222,7 @@ def main(argv=None) -> int:
             out = args.out / gpu / folder / f"{name}.csv.gz"
             write_table(frame, header, out)
             print(f"{out.relative_to(args.out)}: {len(frame)} rows, {out.stat().st_size:,} bytes")
+        write_every_engine(args.repo, full, gpu, args.out)
     return 0
 
 

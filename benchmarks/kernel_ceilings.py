@@ -1,5 +1,6 @@
 """Write each hardware file's ``kernel_ceilings`` (docs/model.md §B15) from the measured
-kernel tables (kernels/README.md): the best GEMM, fused-MoE and attention FLOP/s (each table
+kernel tables (kernels/README.md): the best GEMM (of every engine and version AIConfigurator
+timed: ``kernels/<part>/every-engine/``), fused-MoE and attention FLOP/s (each table
 apart, by the bits of its rate), the best bytes/s from
 HBM and from L2, and the fastest in-domain all-reduce and NCCL collective of each part, as
 ``inference_econ.measured.kernel_rows.best_figures`` finds them, each with the table and
@@ -22,7 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout
 
 import inference_econ as ie  # noqa: E402
 from inference_econ.measured.kernel_rows import NCCL, best_figures  # noqa: E402
-from inference_econ.specs.kernel_tables import DEFAULT_TABLES, kernel_table  # noqa: E402
+from inference_econ.specs.kernel_tables import (  # noqa: E402
+    DEFAULT_TABLES,
+    EVERY_ENGINE,
+    kernel_table,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 #: kernels/ folder -> the hardware file of that part.
@@ -54,6 +59,8 @@ def rounded(value: float, up: bool) -> str:
 def table_of(folder: str, where: str) -> str:
     """The file a figure's rows come from (``where``: the op and format)."""
     op = where.split()[0].rstrip(",")
+    if "(" in where:  # a row of another engine or version: the every-engine file
+        return f"kernels/{folder}/{EVERY_ENGINE}/{op}.csv.gz"
     if op == "passes":
         return f"kernels/{folder}/passes.csv"
     if op in ("all_reduce", "all_gather", "reduce_scatter", "alltoall"):
@@ -68,7 +75,8 @@ def block(folder: str, gpu) -> str:
     lines = [
         "kernel_ceilings:   # the best each kernel class reached in the measured tables "
         f"(kernels/README.md: github.com/ai-dynamo/aiconfigurator {commit}, TensorRT-LLM "
-        "1.3.0rc20 and NCCL 2.29.2, Apache-2.0; kernels/<part>/passes.csv, this project's); "
+        "1.3.0rc20 and NCCL 2.29.2, the GEMMs of every engine and version, Apache-2.0; "
+        "kernels/<part>/passes.csv, this project's); "
         "written by benchmarks/kernel_ceilings.py, rates rounded up and latencies down; read "
         "by measured_kernel_rates (docs/model.md §B15)"
     ]

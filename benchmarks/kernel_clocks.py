@@ -188,6 +188,7 @@ def rows_of(folder: str, gpu):
     engine's seconds are NaN where it has no charge of one kernel (the fused MoE)."""
     refined = ie.preset("refined")
     kernels, collectives = part_rows(folder)
+    kernels = [r for r in kernels if not r.source]  # the engine clock prices TensorRT-LLM's
     by = {(r.op, r.fmt): r for r in kernels}
     gemm = kernel_table(folder, "gemm")
     for fmt, (bits, per_weight) in GEMM_FORMATS.items():

@@ -1332,9 +1332,9 @@ def test_mlperf_server_h100_is_below_the_bound():
         "deployment", setting, Deployment(2), traffic, Targets(*m.MLPERF_SERVER), m.ENGINE
     )
     predicted = 4 * knee.at_max.output_tokens_per_s
-    # 50 % of the bound: its FP8 GEMMs run at the best measured FP8 GEMM's 1,507 TFLOPS
-    # (§B15; 55 % at 0.7 of the datasheet's 1,979)
-    assert 0.5 * predicted < h100["measured"].median() < predicted
+    # 49 % of the bound: its FP8 GEMMs run at the best measured FP8 GEMM's 1,633 TFLOPS
+    # (vLLM 0.19.0's, §B15; 55 % at 0.7 of the datasheet's 1,979)
+    assert 0.45 * predicted < h100["measured"].median() < 0.55 * predicted
 
 
 # --- the layout is chosen for the load (§E7) --------------------------------------------------

@@ -215,8 +215,8 @@ def test_no_measured_row_beats_the_ideal_bound(preset, paper, steady):
     # the closest: TensorRT-LLM's FP4 rows on B200 (paper: FP4 at the FP8 rate)
     top = (offline.measured / offline.predicted).max()
     # refined streams HBM at a measured kernel's 0.95 of the datasheet, not 0.75 (§B14), and
-    # runs each op at the best measured kernel of its class (§B15): 0.876
-    assert top < 1.05 and (top > 0.95 if preset == "paper" else top > 0.85)
+    # runs each op at the best measured kernel of its class, of any engine (§B15): 0.794
+    assert top < 1.05 and (top > 0.95 if preset == "paper" else top > 0.75)
 
 
 #: TensorRT-LLM's DeepSeek-R1 guide (docs/source/blogs/Best_perf_practice_on_DeepSeek-R1_in_

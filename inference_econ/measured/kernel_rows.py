@@ -24,12 +24,13 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import SpecError
 from ..model.assumptions import Assumptions
 from ..model.collectives import ALLREDUCE, ALLTOALL, CollectiveKind
 from ..model.machine import FlopClass, Machine, l2_resident
 from ..specs.catalog import data_roots
 from ..specs.hardware import GPU
-from ..specs.kernel_tables import kernel_table
+from ..specs.kernel_tables import EVERY_ENGINE, kernel_table
 from ..specs.measured_rates import CollectiveCeiling, KernelCeilings
 
 #: The NCCL tables' folder.
@@ -77,7 +78,8 @@ class KernelRows:
     KV cache's for attention); ``arithmetic``: the rate class ``Machine.kernel_s`` charges
     its FLOP at (a GEMM's, attention's or the routed experts'); ``repeated``: timed back to
     back on the same buffers; ``size``: the column a class is split by (a GEMM's ``m``; else
-    the bytes)."""
+    the bytes); ``source``: the engine and version of rows from the every-engine file ("":
+    the part's own tables)."""
 
     op: str
     fmt: str
@@ -88,6 +90,7 @@ class KernelRows:
     size: np.ndarray
     arithmetic: FlopClass = "gemm"
     repeated: bool = True
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -108,16 +111,46 @@ class CollectiveRows:
         return self.nbytes * share * (2.0 if self.kind == ALLREDUCE else 1.0)
 
 
+def gemm_work(m, n, k, fmt: str) -> tuple[np.ndarray, np.ndarray]:
+    """(FLOP, bytes) of GEMMs of ``m`` tokens, ``n`` outputs and ``k`` inputs in ``fmt``: 2·m·n·k
+    FLOP; the weights at the format's bytes, BF16 activations in and out."""
+    m, n, k = (np.asarray(x, dtype=float) for x in (m, n, k))
+    return 2.0 * m * n * k, n * k * GEMM_FORMATS[fmt][1] + 2.0 * m * (k + n)
+
+
 def gemm_rows(folder: str) -> list[KernelRows]:
-    """TensorRT-LLM's GEMMs: 2·m·n·k FLOP; weights, BF16 activations in and out."""
-    t = kernel_table(folder, "gemm")
+    """TensorRT-LLM's GEMMs (``gemm_work``)."""
+    return table_gemm_rows(kernel_table(folder, "gemm"))
+
+
+def every_engine_gemm_rows(folder: str) -> list[KernelRows]:
+    """The fastest GEMM rows of every engine and version AIConfigurator timed on the part
+    (``kernels/<part>/every-engine/gemm.csv.gz``), one class per engine, version and format;
+    none for a part without that file."""
+    try:
+        table = kernel_table(folder, "gemm", EVERY_ENGINE)
+    except SpecError:
+        return []
+    return table_gemm_rows(table)
+
+
+def table_gemm_rows(t) -> list[KernelRows]:
+    """One ``KernelRows`` per format of a GEMM table, and per engine and version where the
+    table has ``framework`` and ``version`` columns (its ``source``). Rows of no tokens
+    (``m`` 0: the kernel returns at once) are no GEMM and left out."""
+    sources = [""]
+    if "framework" in t.columns:
+        named = np.char.add(np.char.add(t["framework"].astype(str), " "), t["version"].astype(str))
+        sources = sorted(set(named.tolist()))
     out = []
-    for fmt, (bits, per_weight) in GEMM_FORMATS.items():
-        at = t["gemm_dtype"] == fmt
-        if at.any():
-            m, n, k = (t[c][at] * 1.0 for c in ("m", "n", "k"))
-            flop, nbytes = 2.0 * m * n * k, n * k * per_weight + 2.0 * m * (k + n)
-            out.append(KernelRows("gemm", fmt, bits, flop, nbytes, _seconds(t, at), m))
+    for source in sources:
+        mine = t["m"] > 0 if not source else (named == source) & (t["m"] > 0)
+        for fmt, (bits, _) in GEMM_FORMATS.items():
+            at = mine & (t["gemm_dtype"] == fmt)
+            if at.any():
+                flop, nbytes = gemm_work(t["m"][at], t["n"][at], t["k"][at], fmt)
+                row = KernelRows("gemm", fmt, bits, flop, nbytes, _seconds(t, at), t["m"][at] * 1.0)
+                out.append(dataclasses.replace(row, source=source))
     return out
 
 
@@ -307,6 +340,7 @@ def part_rows(folder: str) -> tuple[tuple[KernelRows, ...], tuple[CollectiveRows
     """Every kernel and collective row of one part's tables (read once)."""
     kernels = [
         *gemm_rows(folder),
+        *every_engine_gemm_rows(folder),
         *generation_rows(folder),
         *context_rows(folder),
         *moe_rows(folder),
@@ -368,7 +402,7 @@ def best_figures(gpu: GPU, folder: str) -> dict[str, tuple[Any, str]]:
             best[key] = (float(rates.max()), where)
 
     for rows in kernels:
-        where = f"{rows.op} {rows.fmt}".strip()
+        where = f"{rows.op} {rows.fmt}".strip() + (f" ({rows.source})" if rows.source else "")
         if rows.flop.any():
             key = f"{CEILINGS[rows.arithmetic]}.{rows.bits}"
             offer(key, rows.flop / rows.seconds, where)

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 #: The folder of tables (engine and version) read when none is named.
 DEFAULT_TABLES = "trtllm-1.3.0rc20"
+#: The folder of each part's fastest GEMM rows of every engine and version AIConfigurator timed
+#: (kernels/README.md): they hold the roofline's GEMM ceilings, not the engine clock.
+EVERY_ENGINE = "every-engine"
 #: The folder of the NCCL collectives' tables.
 NCCL_TABLES = "nccl-2.29.2"
 #: The catalogue's part (its ``name`` in hardware/*.yaml) -> its folder of kernels/.
