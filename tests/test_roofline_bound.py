@@ -254,12 +254,21 @@ def test_every_engines_fastest_gemms_are_read_and_empty_calls_are_not():
     (they set the GEMM ceilings: vLLM's BF16 GEMMs run 12-26 % above TensorRT-LLM 1.3.0rc20's
     best), and a call of no tokens (``m`` 0, which TensorRT-LLM 1.2.0rc5's H100 table times
     at 0.5 us for any n and k) is no GEMM and sets no rate."""
-    from inference_econ.measured.kernel_rows import every_engine_gemm_rows, table_gemm_rows
+    from inference_econ.measured.kernel_rows import (
+        every_engine_gemm_rows,
+        gemm_rows,
+        table_gemm_rows,
+    )
     from inference_econ.specs.kernel_tables import KernelTable
 
     for folder in PARTS:
         rows = every_engine_gemm_rows(folder)
         assert {r.source.split()[0] for r in rows} == {"TRTLLM", "VLLM", "SGLang"}, folder
+        best = max(
+            (r.flop / r.seconds).max() for r in rows if r.source.startswith("VLLM") and r.bits == 16
+        )
+        own = next(r for r in gemm_rows(folder) if r.fmt == "bfloat16")
+        assert 1.11 < best / (own.flop / own.seconds).max() < 1.26, folder
     table = KernelTable(
         "hand-made",
         {},
