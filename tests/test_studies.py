@@ -140,6 +140,21 @@ def test_axis_errors(tmp_path):
         assert field in str(info.value) and words in str(info.value), str(info.value)
 
 
+def test_summary_axes_left_unplaced_go_where_no_axis_is_yet():
+    data = {
+        "title": "t",
+        "axes": {"model": ["Llama 3 70B", "Llama 3 8B"], "hardware": ["H100-paper", "A100-paper"]},
+    }
+    assert study_from_dict(data).summary["rows"] == "model"
+    placed = study_from_dict({**data, "summary": {"rows": "hardware"}}).summary
+    assert (placed["rows"], placed["columns"], placed["panels"]) == ("hardware", "model", None)
+    placed = study_from_dict({**data, "summary": {"columns": "model"}}).summary
+    assert (placed["rows"], placed["columns"]) == ("hardware", "model")
+    with pytest.raises(ie.SpecError) as info:
+        study_from_dict({**data, "summary": {"rows": "model", "columns": "model"}})
+    assert "summary.columns" in str(info.value) and "the summary's rows already" in str(info.value)
+
+
 def test_key_points_and_tables(tiny_run):
     result, out = tiny_run
     kp, fr = result.key_points, result.frontiers

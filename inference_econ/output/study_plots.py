@@ -1,8 +1,9 @@
 """The summary figure of a study: one heatmap per panel, the best value of each cell of a grid.
 
 Rows, columns and panels are axes of the study (``summary:`` in the file, by default its first
-three axes with more than one value); every other axis is optimised over (the best value is
-shown), and in each row the best column is framed: where each option wins.
+three axes with more than one value that the file does not place, each axis in one place);
+every other axis is optimised over (the best value is shown), and in each row the best column
+is framed: where each option wins.
 """
 
 from __future__ import annotations

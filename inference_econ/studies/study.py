@@ -328,10 +328,16 @@ def _summary(raw: Mapping, axes: tuple[Axis, ...], speeds, source: str) -> dict:
     """How the summary figure is laid out: rows, columns, panels (axes) and the metric."""
     r = Reader(raw, source, "summary")
     names = [a.name for a in axes]
-    varying = [a.name for a in axes if len(a.labels) > 1] or names
-    out = {}
-    for i, key in enumerate(("rows", "columns", "panels")):
-        value = r.raw(key, varying[i] if i < len(varying) else None)
+    keys = ("rows", "columns", "panels")
+    given = {key: r.raw(key, None) for key in keys}
+    given = {key: value for key, value in given.items() if value is not None}
+    # an axis the file does not place goes where it is not placed already: rows: hardware
+    # leaves the columns to the next varying axis, not to hardware again
+    free = [a.name for a in axes if len(a.labels) > 1] or names
+    free = iter([name for name in free if name not in given.values()])
+    out: dict = {}
+    for key in keys:
+        value = given[key] if key in given else next(free, None)
         if value is not None and value not in names:
             hint = did_you_mean(str(value), names)
             raise SpecError(
@@ -339,6 +345,14 @@ def _summary(raw: Mapping, axes: tuple[Axis, ...], speeds, source: str) -> dict:
                 f"summary.{key}",
                 f"{value!r} is not an axis",
                 hint or f"axes: {', '.join(names)}",
+            )
+        if value is not None and value in out.values():
+            first = next(k for k, v in out.items() if v == value)
+            raise SpecError(
+                source,
+                f"summary.{key}",
+                f"{value!r} is the summary's {first} already",
+                "give each of rows, columns and panels a different axis",
             )
         out[key] = value
     metric = r.string("metric", "cost_at_speed" if speeds else "preference_cost", SUMMARY_METRICS)
