@@ -155,6 +155,17 @@ def test_summary_axes_left_unplaced_go_where_no_axis_is_yet():
     assert "summary.columns" in str(info.value) and "the summary's rows already" in str(info.value)
 
 
+def test_a_summary_speed_the_metric_does_not_read_is_refused():
+    data = {"title": "t", "axes": {"model": ["Llama 3 8B"], "hardware": ["H100-paper"]}}
+    data["at_speeds"] = [50]
+    summary = {"metric": "fastest_speed", "speed": 77}
+    with pytest.raises(ie.SpecError) as info:
+        study_from_dict({**data, "summary": summary})
+    assert "summary.speed" in str(info.value) and "not fastest_speed" in str(info.value)
+    summary = {"metric": "cost_at_speed", "speed": 50}
+    assert study_from_dict({**data, "summary": summary}).summary["speed"] == 50
+
+
 def test_key_points_and_tables(tiny_run):
     result, out = tiny_run
     kp, fr = result.key_points, result.frontiers

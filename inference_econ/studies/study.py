@@ -361,6 +361,13 @@ def _summary(raw: Mapping, axes: tuple[Axis, ...], speeds, source: str) -> dict:
             source, "summary.metric", "cost_at_speed needs at_speeds", "add at_speeds: [50]"
         )
     out["metric"] = metric
+    if metric != "cost_at_speed" and r.has("speed"):
+        raise SpecError(
+            source,
+            "summary.speed",
+            f"is only read by metric cost_at_speed, not {metric}",
+            "remove it, or give metric: cost_at_speed",
+        )
     speed = r.number("speed", speeds[0] if speeds else None, minimum=0, exclusive_minimum=True)
     if metric == "cost_at_speed" and speed not in speeds:
         raise SpecError(
