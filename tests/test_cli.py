@@ -214,6 +214,18 @@ def test_reproduce_table_1_json():
     assert code == 0 and rows[0]["label"] == "Llama 3 8B" and abs(rows[0]["tokens_per_s"] - 966) < 1
 
 
+def test_reproduce_refuses_a_preset_that_no_curve_of_the_target_takes():
+    for target in ("table-1", "figure-1", "figure-2"):
+        result = CliRunner().invoke(main, ["reproduce", target, "--assumptions", "refined"])
+        assert result.exit_code == 2, result.output
+        assert result.stderr == (
+            f"error: --assumptions: {target} has no curve a preset applies to (the toy model "
+            "of Section 2, or measured points): it would be ignored (drop --assumptions)\n"
+        )
+    code, out = run("reproduce", "table-4", "--assumptions", "refined", "--format", "json", "-q")
+    assert code == 0 and json.loads(out)["metadata"]["curves"][0]["assumptions"] == "refined"
+
+
 def test_bad_input_exits_2_with_a_clear_message():
     result = CliRunner().invoke(
         main, ["point", "Lama 3 70B", "-H", "H100", "--gpus", "8", "--batch", "1"]

@@ -132,6 +132,8 @@ def reproduce(what, assumptions, format, out, detail, html, observations, offer_
 
     figure = load_scenario(PAPER_ITEMS[what]) if what.startswith("figure") else None
     _offers_used(figure, observations)
+    if assumptions is not None and what != "all":
+        _preset_used(figure or load_scenario(PAPER_ITEMS[what]), what)
     if what == "all":
         _reproduce_all(Path(out or "figures"), format, progress, assumptions, html)
         return
@@ -324,6 +326,20 @@ def _offers_used(scenario, observations) -> None:
                 "prices offers, but none are drawn: it would be ignored",
                 f"give --observations FILE (or observations: in the scenario), or drop {flag}",
             )
+
+
+def _preset_used(scenario, what: str) -> None:
+    """Refuse --assumptions for a target none of whose curves it applies to (the toy model of
+    Section 2, the square-root law's measured points), where it would be ignored."""
+    if any(c.toy is None for c in scenario.curves):
+        return
+    raise SpecError(
+        "command line",
+        typed_name("assumptions", click.get_current_context()),
+        f"{what} has no curve a preset applies to (the toy model of Section 2, or measured "
+        "points): it would be ignored",
+        "drop --assumptions",
+    )
 
 
 def _load_observations(name):
