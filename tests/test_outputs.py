@@ -268,6 +268,19 @@ def test_a_sweep_says_why_a_value_has_no_cost_at_speed():
     assert f"{fastest:.4g} tokens/s per request, is below --at-speed 60, so it has no cost" in text
 
 
+def test_a_sweep_says_why_a_value_has_no_feasible_configuration():
+    """A context of 10^12 tokens: one request's KV cache outgrows any number of GPUs, so the
+    row is blank; a note gives the frontier's reason (it had been blank without a word)."""
+    args = ["--param", "context", "--values", "1000,1e12", "-q", "--format", "json"]
+    d = json.loads(run(*SWEEP, *args))
+    base, huge = d["rows"]
+    assert base["fastest_tokens_per_s"] > 0 and huge["fastest_tokens_per_s"] is None
+    note = next(n for n in d["notes"] if n.startswith("context = 1e+12: "))
+    assert "no feasible configuration (no configuration fits: weights 141.1 GB plus" in note
+    assert note.endswith("so its figures are blank.")
+    assert not any(n.startswith("context = 1000: ") for n in d["notes"])
+
+
 def test_a_sweep_value_it_cannot_take_is_refused_naming_values_before_any_search(monkeypatch):
     """--values 0,1 for hbm_bandwidth had been refused as "field 'hbm_bandwidth': is 0" after
     the base frontier was searched: the option is named, every value checked first."""

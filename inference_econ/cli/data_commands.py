@@ -429,10 +429,15 @@ def sweep(
 
 def _out_of_reach(result, given: bool) -> list[str]:
     """A line for each value of a sweep whose fastest speed is below the speed costs are read
-    at: its ``usd_per_mtok_at_speed`` is blank because no point of its frontier is that fast."""
+    at: its ``usd_per_mtok_at_speed`` is blank because no point of its frontier is that fast;
+    and for each value with no feasible configuration at all, why (every figure blank)."""
     import math
 
-    lines = []
+    lines = [
+        f"{result['parameter'].iloc[0]} = {value:g}: no feasible configuration ({why}), so "
+        "its figures are blank."
+        for value, why in result.attrs.get("infeasible", ())
+    ]
     for row in result.itertuples(index=False):
         fastest, speed = row.fastest_tokens_per_s, row.at_speed_tokens_per_s
         if not math.isnan(row.usd_per_mtok_at_speed) or not fastest < speed:

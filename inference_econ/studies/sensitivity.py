@@ -141,11 +141,13 @@ def sweep(
     varied = [vary(setting, parameter, value, f"values ({parameter})") for value in values]
     if at_speed is None:
         at_speed = default_speed(setting, method)
-    rows = []
+    rows, infeasible = [], []
     for i, value in enumerate(values):
         if progress:
             progress(f"{parameter} = {float(value):g} ({i + 1}/{len(values)})")
         front = frontier(varied[i], method)
+        if front.empty:  # why every figure of the row is blank
+            infeasible.append((float(value), "; ".join(front.notes) or "no configuration fits"))
         # nothing feasible, or the speed out of reach: no number (blank), never inf
         fastest = front.fastest() if not front.empty else None
         cost = float(front.cost_at_speed(at_speed)) if not front.empty else math.nan
@@ -173,7 +175,9 @@ def sweep(
                 **ends,
             }
         )
-    return pd.DataFrame(rows)
+    result = pd.DataFrame(rows)
+    result.attrs["infeasible"] = infeasible
+    return result
 
 
 def elasticities(
