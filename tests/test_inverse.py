@@ -50,6 +50,19 @@ def test_shipped_paper_observations():
     assert gpt4.price("blended") == pytest.approx(37.5) and gpt4.price() == 60
 
 
+def test_the_shipped_offers_name_only_options_the_infer_commands_take():
+    """The GPT-4 offer's notes had sent the reader to --price-basis blended, which no infer
+    command takes (the blend is --offer-price blended)."""
+    import re
+
+    from inference_econ.cli.infer_commands import infer
+
+    taken = {opt for command in infer.commands.values() for p in command.params for opt in p.opts}
+    rows = load_observations("paper-2025")
+    named = {m for row in rows for m in re.findall(r"--[a-z][a-z-]*", f"{row.source} {row.notes}")}
+    assert named and named <= taken, named - taken
+
+
 @pytest.mark.parametrize(
     "text, where, fix_word",
     [
