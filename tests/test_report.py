@@ -157,6 +157,18 @@ def test_the_combined_report_keeps_figure_2():
     assert "PaLM 540B" in text and "<th>measured_latency_ms</th>" in text
 
 
+def test_report_of_figure_2_draws_the_square_root_law(tmp_path):
+    """report paper/figure-2 had been refused as "a table scenario", while reproduce figure-2
+    --html wrote the same figure's report."""
+    out = tmp_path / "figure-2.html"
+    result = CliRunner().invoke(main, ["report", "paper/figure-2", "--out", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    fig = figure_json(out.read_text())
+    assert [t["name"] for t in fig["data"]][1] == "measured best latency"
+    result = CliRunner().invoke(main, ["report", "paper/table-1", "--out", str(out), "-q"])
+    assert result.exit_code == 2 and "paper/table-1 is a table scenario" in result.stderr
+
+
 def test_toy_frontiers_draw_without_layouts():
     from inference_econ.optimise.toy import toy_frontier
     from inference_econ.output.report_figures import figure

@@ -167,7 +167,8 @@ def report(source, out, compare, max_points, where, quiet):
         from ..api import load_scenario, run_scenario
 
         scenario = load_scenario(source)
-        if scenario.kind == "table" or not scenario.curves:
+        law = any("params" in m for m in scenario.measured)  # the square-root law's points
+        if scenario.kind == "table" or not (scenario.curves or law):
             raise click.UsageError(f"{source} is a table scenario: a report draws figure scenarios")
         section = scenario_section(run_scenario(scenario, progress=progress))
     write_report([section], out, section.title, max_points)
