@@ -92,6 +92,21 @@ def test_numeric_axes_and_what_ifs_expand():
     assert cells[2].setting.context_tokens == 8000.0
 
 
+def test_an_exclude_rule_matches_a_number_by_its_text_and_patterns():
+    """A rule's text is matched against a number as the axis lists it: "8*" (the documented
+    patterns) and a quoted "8000" had been refused as matching no value of 1000, 8000."""
+    data = {
+        "title": "t",
+        "axes": {"context_tokens": [1000, 8000], "hardware": ["H100-paper", "A100-paper"]},
+        "defaults": {"model": "Llama 3 70B"},
+    }
+    for rule in ({"context_tokens": "8*"}, {"context_tokens": "8000"}, {"context_tokens": 8000}):
+        cells = expand(study_from_dict({**data, "exclude": [rule]}))
+        assert [c.values["context_tokens"] for c in cells] == [1000, 1000], rule
+    with pytest.raises(ie.SpecError, match="'9\\*' matches no value of the axis"):
+        study_from_dict({**data, "exclude": [{"context_tokens": "9*"}]})
+
+
 @pytest.mark.parametrize(
     "change, field, words",
     [

@@ -251,9 +251,13 @@ def _exclusions(raw: Any, axes: tuple[Axis, ...], where: str) -> tuple[dict, ...
 
 
 def _matches(label: Any, wanted: Any) -> bool:
-    """An axis value against a rule's value: numbers by value, text exactly or by pattern."""
+    """An axis value against a rule's value: numbers by value, text exactly or by pattern (a
+    number's text as the axis lists it: "8000" and "8*" match a context of 8000)."""
+    if isinstance(wanted, str):
+        text = label if isinstance(label, str) else str(label)
+        return text == wanted or fnmatch.fnmatchcase(text, wanted)
     if isinstance(label, str):
-        return isinstance(wanted, str) and (label == wanted or fnmatch.fnmatchcase(label, wanted))
+        return False
     if isinstance(wanted, (int, float)) and not isinstance(wanted, bool):
         return not isinstance(label, bool) and float(label) == float(wanted)
     return label == wanted
