@@ -155,6 +155,24 @@ def test_sessions_report_later_turns_and_price_per_session():
     assert result.metadata()["kv_offload"].startswith("host KV tier 16 GB per GPU")
 
 
+def test_a_prefill_pool_reports_what_its_host_tier_gave():
+    """100 system prompts of 8,000 tokens outgrow one H100's cache: a prefill pool finds part
+    of them in its host tier, and says so as a co-located instance does (it had printed no
+    host_hit_rate at all)."""
+    kw = dict(gpus=1, arrival_rate_per_s=4, requests=300, input_lengths="200")
+    kw.update(output_lengths="20", shared_prefix_tokens=8000, shared_prefixes=100)
+    rows = [
+        ie.simulate_load("Llama 3.1 8B", "H100", kv_offload_gb=64, **kw, **pool)
+        .to_dataframe()
+        .iloc[0]
+        for pool in ({}, dict(prefill_instances=1, prefill_gpus=1))
+    ]
+    together, pooled = (r["host_hit_rate"] for r in rows)
+    assert together == pytest.approx(0.2602, abs=1e-3)
+    assert pooled == pytest.approx(0.2611, abs=1e-3)
+    assert pooled <= rows[1]["prefix_hit_rate"] == pytest.approx(0.7254, abs=1e-3)
+
+
 @pytest.mark.parametrize(
     "hardware, extra, field",
     [

@@ -506,9 +506,12 @@ def _handed_measured(
     window = float(np.nanmax(finish)) if np.isfinite(finish).any() else 1e-12
     peak = d.prefill_instances * pre.table.peak_flop_per_s + d.instances * dec.table.peak_flop_per_s
     flop = d.prefill_instances * pre_run.flop + d.instances * dec_run.flop
-    cached = None
+    cached, tiers = None, None
     if pre_run.cached_tokens is not None:  # the prefill pool's cache, request by request
-        cached = pre_run.cached_tokens[np.arange(len(s)) % len(pre_run.cached_tokens)]
+        each = np.arange(len(s)) % len(pre_run.cached_tokens)
+        cached = pre_run.cached_tokens[each]
+        if pre_run.tier_cached_tokens is not None:  # and its host and disk tiers' (§E13)
+            tiers = tuple(t[each] for t in pre_run.tier_cached_tokens)
     return Measured(
         lat,
         s,
@@ -522,6 +525,7 @@ def _handed_measured(
         mean_batch=dec_run.batch_seconds / dec_run.busy_s if dec_run.busy_s > 0 else 0.0,
         peak_kv_fraction=dec_run.peak_kv_fraction,
         cached_tokens=cached,
+        tier_cached_tokens=tiers,
     )
 
 
