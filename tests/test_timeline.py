@@ -201,3 +201,22 @@ def test_a_timeline_of_one_instance_simulated_for_two_says_so(tmp_path):
     alone = tmp_path / "one.json"
     result = CliRunner().invoke(main, [*args, "--timeline", str(alone), "-q"])
     assert result.exit_code == 0 and "instances" not in json.loads(alone.read_text())["otherData"]
+
+
+def test_a_timeline_of_prefill_and_decode_pools_names_each_pool(tmp_path):
+    # the prefill pool's lane had read "instance 1", beside "decode pool, instance 1", with
+    # nothing saying it stood for two prefill instances or served other requests
+    out = tmp_path / "pools.json"
+    args = ["simulate", "Llama 3.1 8B", "-H", "H100", "--gpus", "1", "--instances", "3"]
+    args += ["--prefill-instances", "2", "--prefill-gpus", "1", "--rate", "8", "--requests"]
+    args += ["60", "--prompt-tokens", "1000", "--output-tokens", "50", "-q"]
+    result = CliRunner().invoke(main, [*args, "--timeline", str(out)])
+    assert result.exit_code == 0, result.output
+    events = json.loads(out.read_text())["traceEvents"]
+    names = [e["args"]["name"] for e in events if e["name"] == "process_name"]
+    assert names == ["requests", "prefill pool, instance 1", "decode pool, instance 1"]
+    said = "the prefill pool's 1 simulated for its 2 instances and the decode pool's 1 for its 3"
+    labels = [e["args"]["labels"] for e in events if e["name"] == "process_labels"]
+    assert len(labels) == 2 and all(said in label for label in labels)
+    runs = {e["args"]["run"] for e in events if e["ph"] == "b" and "run" in e.get("args", {})}
+    assert runs == {"prefill pool", "decode pool"}

@@ -130,7 +130,9 @@ def _simulated(setting, d, traffic, targets, config, progress, timeline: bool) -
         result = dataclasses.replace(result, count_ends=ends)
     if recorded is not None:
         simulated, whole = result.instances_simulated, result.instances
-        if not d.disaggregated and simulated < whole:  # a router that needs no others: one
+        if d.disaggregated:
+            recorded.name_pools(d.prefill_instances, d.instances)
+        elif simulated < whole:  # a router that needs no others: one
             recorded.stands_for = (
                 f"{simulated} simulated for the deployment's {whole} instances, each serving "
                 "its share alike (docs/model.md §E10)"

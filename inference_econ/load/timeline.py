@@ -72,6 +72,21 @@ class Timeline:
         name = name or "run 1"
         self.runs.append((name, record))
 
+    def name_pools(self, prefill_instances: int, decode_instances: int) -> None:
+        """Name a disaggregated run's lanes by pool (the prefill pool's run is the one not
+        labelled "decode pool") and say what they stand for: each pool's instances drawn for
+        all of its own, on requests drawn apart (§E5)."""
+        pre = [ln for ln in self.lanes if not ln.label.startswith("decode pool")]
+        for lane in pre:
+            lane.label = f"prefill pool, {lane.label.rsplit(', ', 1)[-1]}"
+        self.runs = [(n if n == "decode pool" else "prefill pool", r) for n, r in self.runs]
+        self.stands_for = (
+            f"the prefill pool's {len(pre)} simulated for its {prefill_instances} instances "
+            f"and the decode pool's {len(self.lanes) - len(pre)} for its {decode_instances}, "
+            "each serving its share alike; the pools serve requests drawn apart, their delays "
+            "taken as independent (docs/model.md §E5)"
+        )
+
     def steps(self) -> int:
         """Steps of every instance (a decode run counts its steps)."""
         return sum(
