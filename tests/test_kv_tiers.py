@@ -173,6 +173,23 @@ def test_a_prefill_pool_reports_what_its_host_tier_gave():
     assert pooled <= rows[1]["prefix_hit_rate"] == pytest.approx(0.7254, abs=1e-3)
 
 
+def test_sessions_on_a_prefill_pool_are_refused_in_the_words_a_command_takes():
+    # the fix had said "give session_turns 1", a keyword the command line does not take
+    from click.testing import CliRunner
+
+    from inference_econ.cli import main
+
+    args = ["simulate", "Llama 3.1 8B", "-H", "H100", "--gpus", "1", "--rate", "2"]
+    args += ["--prompt-tokens", "100", "--output-tokens", "10", "--requests", "50", "-q"]
+    args += ["--turns", "3", "--prefill-instances", "1", "--prefill-gpus", "1"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 2
+    assert r.output.strip().splitlines()[-1] == (
+        "error: --turns: multi-turn sessions are simulated on co-located instances only "
+        "(drop the prefill pool, or give sessions of one turn)"
+    )
+
+
 @pytest.mark.parametrize(
     "hardware, extra, field",
     [

@@ -427,7 +427,7 @@ def simulate_disaggregated(
             "argument",
             "session_turns",
             "multi-turn sessions are simulated on co-located instances only",
-            "drop the prefill pool, or give session_turns 1",
+            "drop the prefill pool, or give sessions of one turn",
         )
     ctx = reference_context(traffic)
     pre_setting = d.prefill_setting or setting
