@@ -190,6 +190,25 @@ def test_sessions_on_a_prefill_pool_are_refused_in_the_words_a_command_takes():
     )
 
 
+def test_a_capacity_plan_with_a_host_tier_tabulates_without_a_pandas_warning():
+    # its table took the plan's 100-odd figures a column at a time, and pandas printed a
+    # PerformanceWarning under the command's answer
+    import warnings
+
+    kw = dict(arrival_rate_per_s=4, requests=200, input_lengths="lognormal:1000:0.6")
+    kw.update(output_lengths="lognormal:200:0.5", session_turns=4, think_time_s=10)
+    kw.update(shared_prefix_tokens=2000, shared_prefixes=8, max_gpus=2, kv_offload_gb=16)
+    plan = ie.capacity("Llama 3.1 8B", "H100", slo_ttft_p99_s=0.5, slo_tpot_p99_s=0.03, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table = plan.to_dataframe()
+    assert table.shape == (2, 122)
+    chosen = table[table["chosen"]].iloc[0]
+    assert (chosen["gpus"], chosen["host_hit_rate"]) == (1, 0.0)
+    assert chosen["prefix_hit_rate"] == pytest.approx(0.7882, abs=1e-3)
+    assert table["prefix_hit_rate"].isna().tolist() == [not c for c in table["chosen"]]
+
+
 @pytest.mark.parametrize(
     "hardware, extra, field",
     [

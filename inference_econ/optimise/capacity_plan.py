@@ -211,15 +211,18 @@ class CapacityPlan:
         it runs at the offered load, ``layout_note``)."""
         table = self.candidates.copy()
         summary = self.summary()
+        columns = {}
         for name in summary.index:
             if name == "hardware":  # the chosen rows' own (their layout: at their most load)
                 continue
             value = summary[name]
             blank = math.nan if isinstance(value, (int, float)) else None
-            table[f"plan_{name}" if name in table.columns else name] = [
+            columns[f"plan_{name}" if name in table.columns else name] = [
                 value if chosen else blank for chosen in table["chosen"]
             ]
-        return table
+        # added at once: one column at a time fragments the frame (pandas warns past 100)
+        added = pd.DataFrame(columns, index=table.index)
+        return pd.concat([table.drop(columns=[c for c in columns if c in table]), added], axis=1)
 
 
 @dataclass(frozen=True)
