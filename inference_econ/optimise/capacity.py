@@ -5,7 +5,8 @@ A deployment is ``K`` instances of ``N`` GPUs each (optionally with a separate p
 For every GPU and instance size the load search (``load_search``) finds the most requests/s one
 instance holds within the targets; ``K = ⌈rate / that⌉`` instances serve the load. The cheapest
 is simulated at the full load to report its latencies, prices and headroom; if it then misses
-a target, one more instance is added until it does not.
+a target, one more instance is added until it does not (at most ``MAX_BUMPS``, within
+``max_gpus``), else the next cheapest option is tried; none holding the targets is an error.
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ from .redundancy import n_plus_one
 from .screening import screened_rows, screens
 
 
-def _verify(setting, deployment: Deployment, traffic, targets, config):
-    """The deployment at the full load, with instances added while a target is missed, and
-    why the first run missed (None: it did not)."""
+def _verify(setting, deployment: Deployment, traffic, targets, config, max_gpus=None):
+    """The deployment at the full load, with instances added while a target is missed (never
+    past ``max_gpus``), and why the first run missed (None: it did not)."""
     missed = None
     for bump in range(MAX_BUMPS + 1):
         result = run_at("deployment", setting, deployment, traffic, config).with_targets(targets)
@@ -41,26 +42,19 @@ def _verify(setting, deployment: Deployment, traffic, targets, config):
             return deployment, result, missed
         if missed is None:
             missed = _why_missed(result, targets)
-        if bump == MAX_BUMPS:  # the deployment returned is the one this run simulated
-            break
-        d = deployment
-        if d.disaggregated and not (result.ttft_s.p99 > (targets.ttft_p99_s or math.inf)):
-            deployment = Deployment(
-                d.gpus_per_instance,
-                d.instances + 1,
-                d.prefill_gpus_per_instance,
-                d.prefill_instances,
-            )
-        elif d.disaggregated:
-            deployment = Deployment(
-                d.gpus_per_instance,
-                d.instances,
-                d.prefill_gpus_per_instance,
-                d.prefill_instances + 1,
-            )
-        else:
-            deployment = Deployment(d.gpus_per_instance, d.instances + 1)
+        more = _one_more(deployment, result, targets)
+        if bump == MAX_BUMPS or (max_gpus is not None and more.gpus > max_gpus):
+            break  # the deployment returned is the one this run simulated
+        deployment = more
     return deployment, result, missed
+
+
+def _one_more(d: Deployment, result, targets) -> Deployment:
+    """``d`` with one more instance: of the prefill pool where a disaggregated run missed its
+    TTFT target, else of the decode pool (or the deployment); its pools' GPUs kept."""
+    if d.disaggregated and result.ttft_s.p99 > (targets.ttft_p99_s or math.inf):
+        return dataclasses.replace(d, prefill_instances=d.prefill_instances + 1)
+    return dataclasses.replace(d, instances=d.instances + 1)
 
 
 def _why_missed(result, targets) -> str:
@@ -138,16 +132,27 @@ def cheapest_deployment(
         raise InfeasibleError(
             f"no deployment meets {targets.describe()} at {traffic.offered_rate_per_s:g} req/s ({reasons or 'no instance size fits'})"
         )
-    _, _, setting, searched = options[0]
-    deployment, result, missed = _verify(setting, searched, traffic, targets, config)
+    failed = []  # candidates that missed a target at the full load, whatever was added
+    for _, _, setting, searched in options:
+        deployment, result, missed = _verify(setting, searched, traffic, targets, config, max_gpus)
+        if result.meets_targets:
+            break
+        failed.append(f"{deployment.describe()} {setting.gpu.name}: {_why_missed(result, targets)}")
+    else:
+        raise InfeasibleError(
+            f"no deployment meets {targets.describe()} at {traffic.offered_rate_per_s:g} req/s "
+            f"in a run at the full load, with up to {MAX_BUMPS} more instances each "
+            + (f"within --max-gpus {max_gpus} " if max_gpus is not None else "")
+            + f"({'; '.join(failed)})"
+        )
     ends = counted_ends(setting, deployment, traffic, targets, config, result)
     if ends is not None:  # the plan's simulated counts at the step time's ends (§F12)
         result = dataclasses.replace(result, count_ends=ends)
     per = _per_instance_rate(rows, setting, deployment)
     notes = list(result.notes)
-    if not result.meets_targets:
-        notes.append(f"still misses a target after {MAX_BUMPS} more instances")
-    elif missed is not None:  # the candidates' table counts the instances the run needed
+    if failed:  # cheaper candidates missed a target at the full load
+        notes.append("missed a target at the full load: " + "; ".join(failed))
+    if missed is not None:  # the candidates' table counts the instances the run needed
         notes.append(
             f"{searched.describe()}, as the search sized it, missed the targets in the run at "
             f"the full load ({missed}); {deployment.describe()} held them"
