@@ -491,7 +491,10 @@ def _table(rows, predicted, labels, status, base, engines):
             if r.metric is None or not (over[i] or under[i]):
                 continue
             q = r.metric.quantity
-            if q == "tpot" and _traded_for_ttft(r, measured[i] * scale[i], values[i], first_tokens):
+            traded = q in ("tpot", "itl") and _traded_for_ttft(
+                r, measured[i] * scale[i], values[i], first_tokens
+            )
+            if traded:
                 continue
             queued = (
                 r.scenario == "closed_loop"
@@ -545,9 +548,10 @@ def _closed_loop_ttfts(rows, seconds) -> dict:
 
 
 def _traded_for_ttft(r: MeasuredRow, tpot_s: float, bound_s: float, ttfts: dict) -> bool:
-    """Whether a closed loop's mean TPOT under the bound's is a trade, not a faster engine:
-    the bound's closed-loop figure is a steady state with every client decoding at once; a run
-    whose first tokens wait decodes fewer at once and so each faster, while its throughput,
+    """Whether a closed loop's mean TPOT (or inter-token latency) under the bound's is a
+    trade, not a faster engine: the bound's closed-loop figure is a steady state with every
+    client decoding at once; a run whose first tokens wait decodes fewer at once and so each
+    faster, while its throughput,
     clients / (TTFT + (output - 1) x TPOT) from its own TTFT row, stays within the most that
     steady state allows (every client decoding at the bound's TPOT, no prefill time).
     False where the run gives no TTFT (the TPOT is then held to the bound alone)."""
