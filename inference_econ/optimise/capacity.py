@@ -91,6 +91,24 @@ def _planned_rate(traffic: Traffic) -> float:
     return rate
 
 
+def _first_held(options, traffic, targets, config, max_gpus):
+    """(setting, deployment as searched, as verified, its run, why the search's missed, the
+    cheaper options that missed) of the cheapest option that holds the targets in a run at
+    the full load (``_verify``); an ``InfeasibleError`` naming what each missed if none does."""
+    failed: list[str] = []  # options that missed a target at the full load, whatever was added
+    for _, _, setting, searched in options:
+        deployment, result, missed = _verify(setting, searched, traffic, targets, config, max_gpus)
+        if result.meets_targets:
+            return setting, searched, deployment, result, missed, failed
+        failed.append(f"{deployment.describe()} {setting.gpu.name}: {_why_missed(result, targets)}")
+    raise InfeasibleError(
+        f"no deployment meets {targets.describe()} at {traffic.offered_rate_per_s:g} req/s "
+        f"in a run at the full load, with up to {MAX_BUMPS} more instances each "
+        + (f"within --max-gpus {max_gpus} " if max_gpus is not None else "")
+        + f"({'; '.join(failed)})"
+    )
+
+
 def cheapest_deployment(
     settings: list[Setting],
     traffic: Traffic,
@@ -132,19 +150,8 @@ def cheapest_deployment(
         raise InfeasibleError(
             f"no deployment meets {targets.describe()} at {traffic.offered_rate_per_s:g} req/s ({reasons or 'no instance size fits'})"
         )
-    failed = []  # candidates that missed a target at the full load, whatever was added
-    for _, _, setting, searched in options:
-        deployment, result, missed = _verify(setting, searched, traffic, targets, config, max_gpus)
-        if result.meets_targets:
-            break
-        failed.append(f"{deployment.describe()} {setting.gpu.name}: {_why_missed(result, targets)}")
-    else:
-        raise InfeasibleError(
-            f"no deployment meets {targets.describe()} at {traffic.offered_rate_per_s:g} req/s "
-            f"in a run at the full load, with up to {MAX_BUMPS} more instances each "
-            + (f"within --max-gpus {max_gpus} " if max_gpus is not None else "")
-            + f"({'; '.join(failed)})"
-        )
+    held = _first_held(options, traffic, targets, config, max_gpus)
+    setting, searched, deployment, result, missed, failed = held
     ends = counted_ends(setting, deployment, traffic, targets, config, result)
     if ends is not None:  # the plan's simulated counts at the step time's ends (§F12)
         result = dataclasses.replace(result, count_ends=ends)
