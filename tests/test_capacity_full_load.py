@@ -84,3 +84,16 @@ def test_a_plan_none_of_whose_options_holds_the_targets_is_refused(monkeypatch):
     assert [(c.gpus_per_instance, c.instances) for c in calls] == [
         (1, 2), (1, 3), (1, 4), (1, 5), (1, 6), (2, 2), (2, 3)
     ]  # fmt: skip
+
+
+def test_an_n_plus_one_plan_over_max_gpus_says_so():
+    """Llama 3.1 8B on H100 at 10 req/s: one GPU holds 21.6 req/s within a p99 TPOT of 50 ms,
+    so --max-gpus 1 plans 1 x 1 GPU; its N+1 plan is 2 x 1 GPU, over the limit, and a note
+    says so rather than pricing it beside the plan as if it kept within it."""
+    kw = dict(arrival_rate_per_s=10, requests=1000, input_lengths=1000, output_lengths=200)
+    plan = ie.capacity("Llama 3.1 8B", "H100", slo_tpot_p99_s=0.05, failures=True, max_gpus=1, **kw)
+    assert plan.deployment.gpus == 1 and plan.redundancy.deployment.gpus == 2
+    (over,) = [n for n in plan.notes if n.startswith("N+1 needs")]
+    assert over == (
+        "N+1 needs 2 GPUs (2 x 1 GPU), over --max-gpus 1: the plan for failures is priced beyond it"
+    )

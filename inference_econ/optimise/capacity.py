@@ -178,7 +178,12 @@ def cheapest_deployment(
         notes=tuple(notes),
     )
     if failures is not None:
-        plan = dataclasses.replace(
-            plan, redundancy=n_plus_one(plan, traffic, config, failures, progress, rows)
-        )
+        red = n_plus_one(plan, traffic, config, failures, progress, rows)
+        plan = dataclasses.replace(plan, redundancy=red)
+        if max_gpus is not None and red.deployment.gpus > max_gpus:  # said, not hidden
+            over = (
+                f"N+1 needs {red.deployment.gpus} GPUs ({red.deployment.describe()}), over "
+                f"--max-gpus {max_gpus}: the plan for failures is priced beyond it"
+            )
+            plan = dataclasses.replace(plan, notes=(*plan.notes, over))
     return plan
