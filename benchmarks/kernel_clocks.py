@@ -195,7 +195,7 @@ def rows_of(folder: str, gpu):
         if ("gemm", fmt) not in by:
             continue
         rows = by["gemm", fmt]
-        at = gemm["gemm_dtype"] == fmt
+        at = (gemm["gemm_dtype"] == fmt) & (gemm["m"] > 0)  # as gemm_rows keeps them
         m, n, k = (gemm[c][at] * 1.0 for c in ("m", "n", "k"))
         roof = kernel_roofline_s(gpu, rows, refined)
         eng = gemm_engine(Engine.of(gpu, bits), per_weight, m, n, k)

@@ -149,8 +149,8 @@ def table_gemm_rows(t) -> list[KernelRows]:
             at = mine & (t["gemm_dtype"] == fmt)
             if at.any():
                 flop, nbytes = gemm_work(t["m"][at], t["n"][at], t["k"][at], fmt)
-                row = KernelRows("gemm", fmt, bits, flop, nbytes, _seconds(t, at), t["m"][at] * 1.0)
-                out.append(dataclasses.replace(row, source=source))
+                seconds, m = _seconds(t, at), t["m"][at] * 1.0
+                out.append(KernelRows("gemm", fmt, bits, flop, nbytes, seconds, m, source=source))
     return out
 
 
