@@ -551,10 +551,9 @@ def _traded_for_ttft(r: MeasuredRow, tpot_s: float, bound_s: float, ttfts: dict)
     """Whether a closed loop's mean TPOT (or inter-token latency) under the bound's is a
     trade, not a faster engine: the bound's closed-loop figure is a steady state with every
     client decoding at once; a run whose first tokens wait decodes fewer at once and so each
-    faster, while its throughput,
-    clients / (TTFT + (output - 1) x TPOT) from its own TTFT row, stays within the most that
-    steady state allows (every client decoding at the bound's TPOT, no prefill time).
-    False where the run gives no TTFT (the TPOT is then held to the bound alone)."""
+    faster, while its throughput, clients / (TTFT + (output - 1) x TPOT) from its own TTFT
+    row, stays within the most that steady state allows (every client decoding at the bound's
+    TPOT, no prefill time). False where the run gives no TTFT (then the TPOT alone is held)."""
     ttft = ttfts.get(_closed_loop_key(r)) if r.scenario == "closed_loop" else None
     if ttft is None or r.concurrency is None or r.lengths is None:
         return False
