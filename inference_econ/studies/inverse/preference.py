@@ -25,7 +25,7 @@ from .variants import (
     InverseOptions,
     Variant,
     context_of,
-    hardware_names,
+    hardware_specs,
     preset_names,
     setting_for,
 )
@@ -210,7 +210,7 @@ def fit_preference(
     """
     opts = InverseOptions.of(options, **settings)
     observations = _observations(observations)
-    gpu = _one(hardware_names(opts.hardware), "hardware")
+    gpu = _one(hardware_specs(opts.hardware), "hardware")
     preset = _one(preset_names(opts.assumptions), "assumptions")
     if weight_bits is not None:
         weight_bits = table.option("weight_bits").check(weight_bits)
@@ -235,7 +235,7 @@ def fit_preference(
     _refuse_all_outside(points)
     draft, acceptance, max_draft_tokens = opts.draft, opts.acceptance, opts.max_draft_tokens
     notes = (
-        _notes(points, gpu, preset, draft, acceptance, max_draft_tokens, opts.grid_points, how)
+        _notes(points, gpu.name, preset, draft, acceptance, max_draft_tokens, opts.grid_points, how)
         + extra
     )
     return PreferenceFit(
@@ -265,9 +265,7 @@ def _observations(observations) -> tuple[Observation, ...]:
     return observations
 
 
-def _frontier(
-    obs: Observation, opts: InverseOptions, gpu: str, preset: str, weight_bits, alpha, shared
-):
+def _frontier(obs: Observation, opts: InverseOptions, gpu, preset: str, weight_bits, alpha, shared):
     """An offer's model's frontier in the fit's setting, at the offer's precision (else
     ``weight_bits``, else the model file's) and context: (its ``PreferenceCurve``, its grid,
     the architecture, the weight bits), taken from ``shared`` where an earlier offer built it;
@@ -279,7 +277,7 @@ def _frontier(
     if key in shared:
         return shared[key]
     setting = setting_for(
-        arch, Variant(gpu, preset, float(b)), opts.draft, opts.max_draft_tokens, context
+        arch, Variant(gpu.name, preset, float(b), gpu), opts.draft, opts.max_draft_tokens, context
     )
     grid = speed_cost_grid(setting, opts.grid_points)
     speed, cost = grid.pareto(alpha)
@@ -323,7 +321,7 @@ def _refuse_all_outside(points) -> None:
         )
 
 
-def _one(values: tuple[str, ...], field: str) -> str:
+def _one(values: tuple, field: str):
     if len(values) != 1:
         raise SpecError(
             "argument", field, f"{len(values)} given", "the fit uses one setting: give one"

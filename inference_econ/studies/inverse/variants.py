@@ -8,6 +8,7 @@ of a variant: every variant is evaluated with and without it (``grid.SpeedCostGr
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -21,17 +22,20 @@ from ...model.assumptions import PRESETS
 from ...serving.setting import Setting, make_setting
 from ...serving.speculative import SpecDecoding, check_draft
 from ...specs.architecture import Architecture, load_model
-from ...specs.hardware import load_hardware
+from ...specs.hardware import GPU, load_hardware
 from ..observations import as_observation
 
 
 @dataclass(frozen=True)
 class Variant:
-    """One way the provider might serve the model: a GPU, a preset and a weight precision."""
+    """One way the provider might serve the model: a GPU, a preset and a weight precision.
+    ``gpu`` is the spec itself where it was given as a file or a spec (priced as given, not
+    looked up again by its name); None reads ``hardware`` as a name."""
 
     hardware: str
     assumptions: str
     weight_bits: float
+    gpu: Any = dataclasses.field(default=None, repr=False)
 
     @property
     def label(self) -> str:
@@ -69,14 +73,15 @@ def preset_names(value: str | Iterable[str], field: str = "assumptions") -> tupl
     return tuple(dict.fromkeys(names))
 
 
-def hardware_names(value: str | Iterable[str]) -> tuple[str, ...]:
-    """GPU names (each resolved, so a typo fails before any computation)."""
-    items = [value] if isinstance(value, str) else list(value)
+def hardware_specs(value) -> tuple:
+    """The GPU specs given (names, files or specs; each resolved, so a typo fails before any
+    computation), each once."""
+    items = [value] if isinstance(value, (str, os.PathLike, GPU)) else list(value)
     if not items:
         raise SpecError(
             "argument", "hardware", "no GPU given", "give at least one, e.g. H100-paper"
         )
-    return tuple(dict.fromkeys(load_hardware(h).name for h in items))
+    return tuple(dict.fromkeys(load_hardware(h) for h in items))
 
 
 def variants(
@@ -87,9 +92,9 @@ def variants(
     """Every combination of the GPUs, presets and precisions given (validated)."""
     bits = table.option("candidate_weight_bits").check(weight_bits, field="weight_bits")
     return tuple(
-        Variant(h, a, float(b))
-        for h, a, b in product(
-            hardware_names(hardware), preset_names(assumptions), dict.fromkeys(bits)
+        Variant(g.name, a, float(b), g)
+        for g, a, b in product(
+            hardware_specs(hardware), preset_names(assumptions), dict.fromkeys(bits)
         )
     )
 
@@ -112,7 +117,7 @@ def setting_for(
     for speculation if one is given; the acceptance rate is chosen later (``grid``)."""
     setting = make_setting(
         arch,
-        variant.hardware,
+        variant.hardware if variant.gpu is None else variant.gpu,
         weight_bits=variant.weight_bits,
         context_tokens=context_tokens,
         assumptions=variant.assumptions,
