@@ -184,3 +184,23 @@ def test_frontier_with_mtp_and_a_tree_from_the_command_line():
     assert result.exit_code == 0, result.output
     header = next(line for line in result.stdout.splitlines() if not line.startswith("#"))
     assert "draft_tokens" in header
+
+
+def test_acceptance_by_position_with_one_acceptance_is_refused():
+    """The rates by depth replace --acceptance: both given, one was ignored (a point at
+    --acceptance 0.7 --acceptance-by-position 0.9 priced 0.9 at every depth)."""
+    args = ["point", "Llama 3 70B", "-H", "H100-paper", "--gpus", "8", "--batch", "64",
+            "--draft-heads", "eagle", "--acceptance", "0.7", "--acceptance-by-position", "0.9"]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith(
+        "error: --acceptance-by-position: cannot be given with --acceptance"
+    )
+    assert result.stderr.count("\n") == 1
+    with pytest.raises(ie.SpecError, match="acceptance_by_position.*given with acceptance"):
+        ie.make_setting("Llama 3 70B", "H100", draft_heads="eagle", acceptance=0.7,
+                        acceptance_by_position=[0.9])  # fmt: skip
+    alone = ie.make_setting(
+        "Llama 3 70B", "H100", draft_heads="eagle", acceptance_by_position=[0.9]
+    )
+    assert alone.spec.acceptance == (0.9,)

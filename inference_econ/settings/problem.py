@@ -138,6 +138,7 @@ class SpeculationOptions:
         " --acceptance at every depth).",
         minimum=0,
         maximum=1,
+        excludes=("acceptance",),
     )
 
     tree_branching: int = setting(
