@@ -204,3 +204,18 @@ def test_acceptance_by_position_with_one_acceptance_is_refused():
         "Llama 3 70B", "H100", draft_heads="eagle", acceptance_by_position=[0.9]
     )
     assert alone.spec.acceptance == (0.9,)
+
+
+def test_eagle_layers_with_mtp_heads_is_refused():
+    """MTP heads are the model's own modules: an EAGLE depth with them was ignored (the same
+    164.1 tok/s with --eagle-layers 2 as without)."""
+    args = ["point", "DeepSeek-V3", "-H", "H200", "--gpus", "16", "--batch", "64",
+            "--draft-heads", "mtp", "--eagle-layers", "2"]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith("error: --eagle-layers: applies to EAGLE heads only")
+    assert result.stderr.count("\n") == 1
+    mtp = ie.make_setting("DeepSeek-V3", "H200", draft_heads="mtp", eagle_layers=1)
+    assert mtp.spec.kind == "mtp"
+    eagle = ie.make_setting("Llama 3 70B", "H100", draft_heads="eagle", eagle_layers=2)
+    assert eagle.spec.kind == "eagle"

@@ -582,5 +582,13 @@ def _speculation(arch: Architecture, values: dict):
     # max_draft_tokens caps the tokens a cycle may yield: a head's depth and the target's token
     depth, k = values["max_draft_tokens"] - 1, values["tree_branching"]
     if heads == "mtp":
+        if values["eagle_layers"] != 1:
+            raise SpecError(
+                "argument",
+                "eagle_layers",
+                "applies to EAGLE heads only",
+                "give draft_heads eagle (--draft-heads eagle), or drop it: MTP heads are the"
+                " model's own modules",
+            )
         return mtp_heads(arch, acceptance, depth, k)
     return eagle_head(arch, acceptance, depth, k, values["eagle_layers"])
