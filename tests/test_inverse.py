@@ -570,3 +570,17 @@ def test_a_cost_just_past_the_price_is_not_printed_as_the_price():
     assert _gap(50.0, 1.0, 60.0, 1.000001, "price").endswith("1.000001x the price")
     assert _gap(50.0, 2.0, 60.0, 2.01, "price").endswith("1.005x the price")  # not 1.00x
     assert _gap(50.0, 1.0, 60.0, 1.513, "price").endswith("1.51x the price")
+
+
+def test_feasibility_figure_of_several_models_is_refused_before_any_output(tmp_path):
+    """A figure draws one model's offers: offers of several were analysed, their tables printed
+    and written to --out, and only then refused."""
+    out, figure = tmp_path / "feasibility.csv", tmp_path / "all.png"
+    args = ["infer", "feasibility", "paper-2025", "--weight-bits", "8", "--grid-points", "60",
+            "--figure", str(figure), "-o", str(out)]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert (
+        result.stderr == "error: --figure: the offers are of 4 models (select one with --model)\n"
+    )
+    assert not out.exists() and not figure.exists()

@@ -246,11 +246,26 @@ def feasibility(observations, provider, model, figure, format, out, **values):
         return ["", *verdicts, "", *result.summary, "", *result.notes]
 
     drop = ("verdict",) if format in ("table", "markdown") else ()
+    if figure:  # refused before any offer is analysed, not after their tables are printed
+        _figure_model(chosen)
     tables, blocks, used = _each(chosen, analyse, kwargs, lines)
     meta = inputs(observations, provider, model, kwargs, used)
     _print(tables, format, "Feasibility", blocks, out, meta, drop)
     if figure:
         _feasibility_figure(figure, chosen, kwargs)
+
+
+def _figure_model(chosen) -> str:
+    """The one model whose offers a feasibility figure draws (offers of several refused)."""
+    models = {o.architecture().name for o in chosen}
+    if len(models) > 1:
+        raise SpecError(
+            "command line",
+            "--figure",
+            f"the offers are of {len(models)} models",
+            "select one with --model",
+        )
+    return models.pop()
 
 
 def _feasibility_figure(path, chosen, kwargs) -> None:
@@ -260,14 +275,7 @@ def _feasibility_figure(path, chosen, kwargs) -> None:
     from ..output.plots import frontier_figure, save
     from ..output.style import PALETTE, line_style
 
-    models = {o.architecture().name for o in chosen}
-    if len(models) > 1:
-        raise SpecError(
-            "command line",
-            "--figure",
-            f"the offers are of {len(models)} models",
-            "select one with --model",
-        )
+    model = _figure_model(chosen)
     keys = ("hardware", "assumptions", "weight_bits", "draft", "acceptance", "max_draft_tokens")
     fronts = feasibility_frontiers(
         chosen[0],
@@ -282,7 +290,7 @@ def _feasibility_figure(path, chosen, kwargs) -> None:
     colors = {
         label: PALETTE[settings.index(label.rsplit(", ", 1)[0]) % len(PALETTE)] for label in fronts
     }
-    title = f"{models.pop()}: frontiers of the settings tried and the observed offers"
+    title = f"{model}: frontiers of the settings tried and the observed offers"
     target = Path(path)
     fig = frontier_figure(fronts, title, colors, measured=points, styles=styles)
     save(fig, str(target.with_suffix("")), (target.suffix.lstrip(".") or "png",))
