@@ -28,7 +28,7 @@ from .capacity_plan import CapacityPlan
 from .load_search import (
     run_at,
 )
-from .redundancy import n_plus_one
+from .redundancy import grow, n_plus_one
 from .screening import screened_rows, screens
 
 
@@ -52,9 +52,8 @@ def _verify(setting, deployment: Deployment, traffic, targets, config, max_gpus=
 def _one_more(d: Deployment, result, targets) -> Deployment:
     """``d`` with one more instance: of the prefill pool where a disaggregated run missed its
     TTFT target, else of the decode pool (or the deployment); its pools' GPUs kept."""
-    if d.disaggregated and result.ttft_s.p99 > (targets.ttft_p99_s or math.inf):
-        return dataclasses.replace(d, prefill_instances=d.prefill_instances + 1)
-    return dataclasses.replace(d, instances=d.instances + 1)
+    prefill = d.disaggregated and result.ttft_s.p99 > (targets.ttft_p99_s or math.inf)
+    return grow(d, "prefill" if prefill else "decode", 1)
 
 
 def _why_missed(result, targets) -> str:

@@ -15,7 +15,7 @@ from .capacity_plan import CapacityPlan, Redundancy
 from .load_search import run_at
 
 
-def _grow(d: Deployment, pool: Pool, by: int) -> Deployment:
+def grow(d: Deployment, pool: Pool, by: int) -> Deployment:
     """The deployment with ``by`` more instances in ``pool`` ("decode": the main pool)."""
     if pool == "prefill":
         return dataclasses.replace(d, prefill_instances=d.prefill_instances + by)
@@ -50,12 +50,12 @@ def n_plus_one(
     kinds: tuple[Pool, ...] = ("prefill", "decode") if d.disaggregated else ("decode",)
     n1 = d
     for kind in kinds:
-        n1 = _grow(n1, kind, 1)
+        n1 = grow(n1, kind, 1)
     for _ in range(MAX_BUMPS + 1):
         one_down = tuple(
             (
                 f"one {kind} instance down" if d.disaggregated else "one instance down",
-                run_at("deployment", s, _grow(n1, kind, -1), traffic, config).with_targets(targets),
+                run_at("deployment", s, grow(n1, kind, -1), traffic, config).with_targets(targets),
             )
             for kind in kinds
         )
@@ -63,7 +63,7 @@ def n_plus_one(
         if not failing:
             break
         for kind in failing:
-            n1 = _grow(n1, kind, 1)
+            n1 = grow(n1, kind, 1)
     if progress:
         progress(f"N+1: {n1.describe()} {s.gpu.name}, checked with one instance down")
     full = run_at("deployment", s, n1, traffic, config).with_targets(targets)
