@@ -311,6 +311,10 @@ def test_benchmark_commands_are_the_tools_arguments(plans):
         # completions, as vllm bench sends them: a base checkpoint (Llama 3.1 8B's) has no
         # chat template, and a template's tokens would lengthen every prompt
         assert aiperf[aiperf.index("--endpoint-type") + 1] == "completions"
+        # a distinct prompt per request: aiperf's 100 synthetic prompts, sent again in turn,
+        # would be served from the engine's prefix cache, which the plan did not price
+        entries = aiperf[aiperf.index("--num-dataset-entries") + 1]
+        assert entries == aiperf[aiperf.index("--request-count") + 1] == str(plan.load.requests)
 
 
 def test_a_capacity_exports_longest_request_is_its_traffics_cap_not_its_samples():

@@ -140,6 +140,10 @@ def aiperf_profile(plan: LaunchPlan) -> list[str]:
         f["output_mean"], str(int(round(load.output_mean))),
         f["output_sd"], str(int(round(load.output_sd))),
         f["requests"], str(load.requests),
+        # every prompt its own, as the plan's traffic has them: aiperf generates 100 synthetic
+        # prompts unless told and sends them again in turn, which an engine's prefix cache
+        # then serves without prefilling them
+        f["entries"], str(load.requests),
         f["seed"], "0",
     ]  # fmt: skip
     if load.prefix_tokens:  # its pool of system prompts, each before a synthetic prompt
