@@ -127,6 +127,10 @@ class Traffic:
     shared_prefixes: int = 1
     session_turns: int = 1
     think_time_s: float = 0.0
+    #: The prompts are this many distinct ones, each with its own drawn lengths, sent again in
+    #: shuffled rounds (a benchmark tool's synthetic dataset: aiperf's 100 entries unless told);
+    #: 0: every prompt its own. An engine's prefix cache serves a repeat without prefilling it.
+    prompt_pool: int = 0
     #: A closed loop (``simulate --concurrency``): this many clients over the deployment, each
     #: sending its next request when its last one finishes; no arrival rate is offered.
     clients: int | None = None
@@ -178,6 +182,24 @@ class Traffic:
                 )
             if lengths is not None and lengths.kind == "trace" and self.trace is None:
                 raise SpecError("argument", name, "'trace' needs a trace file", "give --trace")
+        if self.prompt_pool and (
+            not _whole(self.prompt_pool, 10**9) or self.process == "trace" or self.trace
+        ):
+            raise SpecError(
+                "argument",
+                "prompt_pool",
+                f"is {short(self.prompt_pool)}"
+                if not _whole(self.prompt_pool, 10**9)
+                else "describes synthetic prompts; a trace's rows are its prompts",
+                "give a whole number >= 1 of distinct prompts, or drop the trace",
+            )
+        if self.prompt_pool and (self.shared_prefix_tokens > 0 or self.session_turns > 1):
+            raise SpecError(
+                "argument",
+                "prompt_pool",
+                "repeats whole prompts; shared prefixes and sessions describe prompts that differ",
+                "give prompt_pool alone, or the shared prefixes and sessions alone",
+            )
         synthetic = self.shared_prefix_tokens > 0 or self.session_turns > 1
         if synthetic and self.process == "trace":
             raise SpecError(
@@ -200,7 +222,7 @@ class Traffic:
         """Prompts share prefixes or belong to sessions (§E9)."""
         if self.process == "trace":
             return self._trace.shares
-        return self.shared_prefix_tokens > 0 or self.session_turns > 1
+        return self.shared_prefix_tokens > 0 or self.session_turns > 1 or self.prompt_pool > 0
 
     @property
     def sessions(self) -> bool:
@@ -254,13 +276,15 @@ class Traffic:
         if (
             self.process != "trace"
             and self.trace is None
-            and not (self.sessions or self.shared_prefix_tokens > 0)
+            and not (self.sessions or self.shared_prefix_tokens > 0 or self.prompt_pool)
         ):  # the draws at unit rate and the lengths: kept across rates
             unit, prompt, output = _poisson_draws(
                 self.seed, count, self.input_lengths, self.output_lengths, every
             )
             return Arrivals(unit / (rate * share), prompt, output, None)
         gaps_rng, pick_rng, in_rng, out_rng = _generators(self.seed)
+        if self.prompt_pool:
+            return self._pooled(rate * share, count, (gaps_rng, pick_rng, in_rng, out_rng))
         if self.sessions or self.shared_prefix_tokens > 0:
             served = None  # one instance's turn time at its share of the load (``turn_s``)
             if turn_s is not None:
@@ -293,6 +317,28 @@ class Traffic:
         if self.process == "trace" and self._trace.shares:
             sharing = _trace_sharing(self._trace, rows, prompt, output)
         return Arrivals(np.asarray(times, dtype=float), prompt, output, sharing)
+
+    def _pooled(self, rate: float, count: int, rngs) -> Arrivals:
+        """Requests whose prompts (and output lengths) are the pool's entries, in shuffled
+        rounds as aiperf samples its synthetic dataset; each prompt is one segment keyed by its
+        entry, so the prefix cache serves its repeats (but the last token, §E9), and a
+        prefix-aware router sends them where it was cached."""
+        gaps_rng, pick_rng, in_rng, out_rng = rngs
+        pool = int(self.prompt_pool)
+        prompts = self._lengths(self.input_lengths, "prompt_tokens", None, in_rng, pool)
+        outputs = self._lengths(self.output_lengths, "output_tokens", None, out_rng, pool)
+        rounds = -(-count // pool)
+        entry = np.concatenate([pick_rng.permutation(pool) for _ in range(rounds)])[:count]
+        times = np.cumsum(_unit_gaps(gaps_rng, count, 1)) / rate
+        prompt, output = prompts[entry], outputs[entry]
+        sharing = Sharing(
+            tuple(((("d", k), n),) for k, n in zip(entry.tolist(), prompt.tolist())),
+            (None,) * count,
+            np.full(count, -1, dtype=np.int64),
+            np.zeros(count),
+            entry.astype(np.int64),
+        )
+        return Arrivals(times, prompt, output, sharing)
 
     def _synthetic(self, rate: float, count: int, rngs, turn_s=None) -> Arrivals:
         """Synthetic shared prefixes and sessions (module docstring, ``sessions``): sessions
@@ -394,6 +440,8 @@ class Traffic:
                 f"; sessions of {self.session_turns} turns whose prompts hold every earlier "
                 f"turn{think}; prompt lengths are each turn's new message"
             )
+        if self.prompt_pool:
+            shared = f"; prompts drawn from {self.prompt_pool} distinct ones, each sent again"
         if self.process == "trace" and self._trace.shares:
             shared = "; sessions and shared prefixes from the trace's columns"
         return f"{arrivals}; prompts {prompt}; outputs {output}{shared}"

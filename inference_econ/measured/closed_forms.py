@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..load.layout_choice import busiest_rank_tokens
+from ..load.prefix_cache import BLOCK_TOKENS
 from ..load.scheduling import PREFILL
 from ..model.efficiency import StepWork, concatenate
 from ..model.latency import StepModel
@@ -164,17 +165,32 @@ def _steady_batch(model, row, cand, found) -> float:
     admission: E[(n_in + n_out)·n_out]/E[n_out] = 2·decode_context − n_in) - or what the
     step token budget sustains (``budget_batch``)."""
     L = row.lengths
+    n_in = prefilled(row, found).input_mean
     if found.config.admission == "no_evict":
         held = requests_held(model, row, cand, 2.0 * L.decode_context - L.input_mean)
     else:
         held = requests_held(model, row, cand)
     budget = budget_batch(
         float(found.config.step_token_budget),
-        L.input_mean,
+        n_in,
         L.output_mean,
         not PREFILL[found.config.prefill].separate and not row.disaggregated,
     )
     return min(held, float(found.config.max_batch_requests), budget)
+
+
+def prefilled(row: MeasuredRow, found):
+    """The lengths whose prompt part a steady run prefills: the row's own, or where its
+    prompts repeat (``distinct_prompts``) on an engine that caches prefixes, what the cache
+    cannot serve once warm: a prompt's last block (whole blocks hit, never the last token,
+    §E9), those tokens attending to the whole prompt before them. The decode context and the
+    KV cache held stay the whole prompt's."""
+    L = row.lengths
+    if not L.distinct_prompts or found is None or not found.config.prefix_caching:
+        return L
+    n = float(L.input_mean)
+    rest = n - math.floor(max(n - 1.0, 0.0) / BLOCK_TOKENS) * BLOCK_TOKENS
+    return replace(L, input_mean=rest, prefill_context=max(n - rest / 2.0, rest / 2.0))
 
 
 def budget_batch(budget: float, n_in: float, n_out: float, mixed: bool) -> float:
@@ -249,7 +265,7 @@ def _mean_step(plan, g: StepGroup, i, j, row, cand, B, users, budget, found) -> 
     Disaggregated rows prefill elsewhere. ``found``: the row's engine on the layout (its
     prompt scheduling, and whether its attention ranks schedule their own)."""
     mode = found.config.prefill
-    L = row.lengths
+    L = prefilled(row, found)
     if row.disaggregated:
         users = 0.0
     n = L.decode_context

@@ -20,6 +20,7 @@ INHERITED = (
     "decode_gpus",
     "precision",
     "requests",
+    "distinct_prompts",
 )
 #: Columns that must agree between a derived row and its parent.
 _SAME_RUN = ("model", "hardware", "n_gpus", "input_len", "output_len")

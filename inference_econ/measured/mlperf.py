@@ -38,6 +38,10 @@ class Lengths:
     #: count, each sample issued equally often (``sample_concatenate_permutation``: MLPerf's
     #: equal-issue mode for its LLM latency scenarios); 0 where neither says.
     issued: int = 0
+    #: Distinct prompts the run drew its requests from, each sent again (a ``distinct_prompts``
+    #: column; aiperf's synthetic dataset entries): the engine's prefix cache serves repeats.
+    #: 0: every prompt its own.
+    distinct_prompts: int = 0
 
 
 def uniform_lengths(n_in: float, n_out: float, sd_in: float = 0.0, sd_out: float = 0.0) -> Lengths:

@@ -487,9 +487,8 @@ def _case(row: MeasuredRow, cand: Candidate, a: Assumptions, config: EngineConfi
     L = row.lengths
     dataset = _dataset_requests(row)
     sd_in, sd_out = length_sds(L)
-    clients = None
-    if row.scenario == "closed_loop":
-        clients = max(1, int(round(row.concurrency / cand.replicas)))
+    loop = row.scenario == "closed_loop"
+    clients = max(1, int(round(row.concurrency / cand.replicas))) if loop else None
     if cand.step_token_budget is not None:
         config = dataclasses.replace(config, step_token_budget=cand.step_token_budget)
     setting = Setting(row.arch.with_precision(*row.bits), row.gpu, assumptions=a)
@@ -513,6 +512,7 @@ def _case(row: MeasuredRow, cand: Candidate, a: Assumptions, config: EngineConfi
         prefill_pool(row),
         _whole_run(row, a.engine is not None),
         dataset > 0,
+        int(L.distinct_prompts),
     )
 
 

@@ -68,6 +68,7 @@ OPTIONAL = (
     "decode_gpus",
     "source_group",
     "requests",
+    "distinct_prompts",
 )
 OK = "ok"
 
@@ -746,6 +747,10 @@ def _lengths(rec, benchmark, where):
         n = check_number(given, where, "requests", minimum=1, maximum=1e9, integer=True)
         # an MLPerf run issues at least its performance sample count (LoadGen's equal issue)
         lengths = dataclasses.replace(lengths, issued=max(int(n), lengths.issued))
+    pool = str(rec.get("distinct_prompts") or "").strip()
+    if pool and not sem.is_missing(pool):  # a synthetic dataset the run sent again and again
+        n = check_number(pool, where, "distinct_prompts", minimum=1, maximum=1e9, integer=True)
+        lengths = dataclasses.replace(lengths, distinct_prompts=int(n))
     return lengths
 
 

@@ -145,6 +145,9 @@ class LoadCase:
     #: The run issues exactly ``issued`` requests at t = 0 and ends at the last completion
     #: (trtllm-bench's dataset), rather than LoadGen's count for its minimum duration.
     dataset: bool = False
+    #: Distinct prompts the run's requests were drawn from, each sent again (0: every prompt
+    #: its own; ``Traffic.prompt_pool``): the engine's prefix cache serves the repeats.
+    prompt_pool: int = 0
 
 
 @dataclass(frozen=True)
@@ -197,7 +200,8 @@ def traffic_of(case: LoadCase, requests: int, rate: float = 1.0) -> Traffic:
     out_cap = case.output[0] + 4.0 * case.output[1]
     prompt = lengths_of(*case.prompt, cap=min(max(window - out_cap, 1.0), case.maxima[0]))
     output = lengths_of(*case.output, cap=min(max(window - case.prompt[0], 1.0), case.maxima[1]))
-    return Traffic(rate, prompt, output, requests=int(requests), seed=SEED)
+    pool = case.prompt_pool
+    return Traffic(rate, prompt, output, requests=int(requests), seed=SEED, prompt_pool=pool)
 
 
 @lru_cache(maxsize=256)
@@ -396,7 +400,7 @@ def _queued_run(inst, traffic: Traffic, prefilled: bool) -> QueuedRun | None:
     KV cache), kept by what it depends on alone: the offline cases of rows that differ in
     what the run does not read (the requests LoadGen issues, the limits) share it."""
     s = traffic.stream()
-    queued = Arrivals(np.zeros(len(s)), s.prompt_tokens, s.output_tokens)
+    queued = Arrivals(np.zeros(len(s)), s.prompt_tokens, s.output_tokens, s.sharing)
     run = Run(traffic, prefilled=prefilled, requests=queued)
     record = _any_limit(inst, run)
     if prefilled:

@@ -513,8 +513,10 @@ def _aiperf_rows(run: dict, path: Path, at: str) -> list:
     ]
     tool = "genai-perf" if genai_perf else f"aiperf {run.get('aiperf_version', '')}".strip()
     base, where = _base(run, path, tool, str(model))
+    pool = None if genai_perf else _synthetic_entries(config, path, where_cfg)
     try:
         lengths = (usable(n_in), usable(n_out))
+        pool = usable(pool)
         conc, note = _loop(
             concurrency if rate is None else None,
             rate,
@@ -525,7 +527,32 @@ def _aiperf_rows(run: dict, path: Path, at: str) -> list:
         return unresolved_rows(base, metrics, why, where)
     # a whole count of at least one (an unusable one, or none: the replay's own count)
     done = count if isinstance(count, float) and count >= 1 and count.is_integer() else None
+    if pool:  # the replay sends them again as aiperf did, to the engine's prefix cache
+        base["distinct_prompts"] = str(pool)
+        note += f"; prompts: {pool} synthetic ones, each sent again"
     return rows_of(base, metrics, lengths, conc, f"{tool.split()[0]} profile: {note}", where, done)
+
+
+#: aiperf's synthetic prompts unless ``--num-dataset-entries`` says (aiperf 0.13.0,
+#: ``config/dataset/config.py``: ``SyntheticDataset.entries``), sent again in shuffled rounds.
+AIPERF_SYNTHETIC_ENTRIES = 100
+
+
+def _synthetic_entries(config: dict, path: Path, where: str):
+    """The distinct prompts of an aiperf run's first dataset where it is synthetic (its
+    ``entries``, else aiperf's default); None for a file or public dataset, or none named; a
+    ``checked`` value (an ``Unusable`` where ``entries`` is not a whole number >= 1)."""
+    sets = section(config.get("datasets"), path, f"{where}.datasets", list) or []
+    first = section(sets[0], path, f"{where}.datasets[0]", dict) if sets else None
+    if not first or first.get("type") != "synthetic":
+        return None
+    field = f"{where}.datasets[0].entries"
+    entries = checked(number, first.get("entries"), path, field)
+    if entries is None:
+        return AIPERF_SYNTHETIC_ENTRIES
+    if isinstance(entries, float) and not entries.is_integer():
+        return Unusable(str(path), field, f"is {entries:g} prompts", "give a whole number >= 1")
+    return entries if isinstance(entries, Unusable) else int(entries)
 
 
 def _genai_perf_model(config: dict) -> str:
