@@ -53,6 +53,9 @@ def test_a_pool_sends_each_prompt_again_in_shuffled_rounds():
         assert by_key.setdefault(k, n) == n  # a repeat is the same prompt
     assert len(set(by_key.values())) > 50  # the lengths are drawn per prompt
     assert "drawn from 100 distinct ones" in _pool().describe()
+    # a pool larger than the run draws only the prompts it sends, each once
+    huge = _pool(pool=10**9).stream()
+    assert len({seg[0][0] for seg in huge.sharing.segments}) == 300
 
 
 @pytest.mark.parametrize(

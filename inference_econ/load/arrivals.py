@@ -324,7 +324,7 @@ class Traffic:
         entry, so the prefix cache serves its repeats (but the last token, §E9), and a
         prefix-aware router sends them where it was cached."""
         gaps_rng, pick_rng, in_rng, out_rng = rngs
-        pool = int(self.prompt_pool)
+        pool = min(int(self.prompt_pool), count)  # a larger pool's extra prompts are never sent
         prompts = self._lengths(self.input_lengths, "prompt_tokens", None, in_rng, pool)
         outputs = self._lengths(self.output_lengths, "output_tokens", None, out_rng, pool)
         rounds = -(-count // pool)
