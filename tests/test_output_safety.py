@@ -122,6 +122,34 @@ def test_an_unwritable_place_is_one_line_and_exit_2(tmp_path):
         assert code == 2 and len(errors) == 1 and errors[0].startswith("error: "), err
 
 
+@pytest.mark.skipif(not Path("/proc/version").exists(), reason="needs Linux's /proc")
+def test_a_place_that_takes_no_new_files_is_refused_before_any_work(monkeypatch):
+    """/proc passes every permission check for root, but creates nothing: the study, the API's
+    study and a table's --out are refused before any cell or frontier is computed."""
+    import inference_econ as ie
+    from inference_econ.runs import study_run
+
+    def computed(*args, **kwargs):
+        raise AssertionError("a cell was computed")
+
+    monkeypatch.setattr(study_run, "run_cells", computed)
+    study = ROOT / "examples" / "study.yaml"
+    for args in (
+        ("study", study, "--out", "/proc/x", "--jobs", "1"),
+        (*FRONTIER, "--out", "/proc/x.csv"),
+        (*FRONTIER, "--out", "/proc/no-such-folder/x.csv"),
+    ):
+        code, err = cli(*args)
+        assert code == 2 and err.splitlines() == [
+            f"error: --out {args[-3] if args[0] == 'study' else args[-1]}: cannot be written: "
+            "creating in /proc fails with 'No such file or directory' "
+            "(give a path on a file system that takes new files)"
+        ], err
+    for place in ({"out": "/proc/x"}, {"cache_dir": "/proc/x/cache"}):
+        with pytest.raises(SpecError, match="creating in /proc fails"):
+            ie.study(study, jobs=1, **place)
+
+
 @pytest.mark.skipif(IS_ROOT, reason="root writes through permissions")
 def test_a_read_only_folder_or_file_is_refused(tmp_path):
     folder = tmp_path / "ro"

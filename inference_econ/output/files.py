@@ -190,6 +190,7 @@ def check_output(
         st is not None and not os.access(target, os.W_OK)
     ):
         raise SpecError(where, "", "cannot be written: permission denied", _FIXES[errno.EACCES])
+    _check_takes_files(target.parent, where)
     if owned:
         check_owned_file(target, where)
     return target
@@ -212,7 +213,30 @@ def check_folder(path: str | os.PathLike, option: str = "") -> Path:
         raise SpecError(where, "", f"cannot be created: {parent} is not a folder")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise SpecError(where, "", "cannot be written: permission denied", _FIXES[errno.EACCES])
+    _check_takes_files(folder, where)
     return folder
+
+
+def _check_takes_files(folder: Path, where: str) -> None:
+    """Refuse a folder in which the system will not create a file, found by trying before
+    anything is computed: root passes every permission check, and a file system such as
+    /proc refuses to create what ``os.access`` allows. An existing folder gets an unnamed
+    file (``O_TMPFILE``: no name appears); a missing one, a folder made and removed in the
+    nearest existing folder, where the write would create it."""
+    parent = _existing_parent(folder / "x")
+    try:
+        if parent == folder:
+            with tempfile.TemporaryFile(dir=parent):
+                pass
+        else:
+            os.rmdir(tempfile.mkdtemp(prefix=".inference-econ-", dir=parent))
+    except OSError as exc:
+        raise SpecError(
+            where,
+            "",
+            f"cannot be written: creating in {parent} fails with '{exc.strerror or exc}'",
+            _FIXES.get(exc.errno) or "give a path on a file system that takes new files",
+        ) from None
 
 
 def _existing_parent(path: Path) -> Path:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import SpecError, plural
-from ..output.files import check_owned, write_atomic
+from ..output.files import check_folder, check_owned, write_atomic
 from ..output.render import csv_chunks
 from ..specs.catalog import display_path
 from ..specs.inputs import read_json
@@ -117,6 +117,9 @@ def run_study(
     study = as_study(spec)
     cells = expand(study)
     folder = Path(out_dir) if out_dir is not None else None
+    for place in (folder, cache_dir):  # a folder that cannot be written: before the work
+        if place is not None:
+            check_folder(place)
     if folder is not None:  # a user's own file of an output's name: refused before the work
         check_owned(folder, (*(f"{t}.csv" for t in TABLES), "study.json", "summary.png"))
     if cache_dir is None and folder is not None:
