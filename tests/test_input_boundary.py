@@ -704,6 +704,19 @@ def test_ignored_and_out_of_range_options_are_refused(args, message):
     assert code == 2 and message in err and err.count("\n") == 1, err
 
 
+def test_recompute_without_a_cache_names_what_the_caller_types():
+    """The command line is told of its options, the API of its arguments: cache_dir has no
+    option, and out is --out."""
+    code, err = cli("study", "examples/study.yaml", "--recompute")
+    assert code == 2 and err == (
+        "error: --recompute: is given, but nothing is cached without --out: it would be ignored "
+        "(give --out too, or drop --recompute)\n"
+    )
+    with pytest.raises(SpecError) as e:
+        ie.study("examples/study.yaml", recompute=True)
+    assert e.value.fix == "give out or cache_dir too, or drop recompute=True"
+
+
 def test_work_past_ten_minutes_needs_yes(monkeypatch):
     from inference_econ import settings
     from inference_econ.load.arrivals import make_traffic

@@ -388,7 +388,7 @@ def study(
             "argument",
             "recompute",
             "is given, but nothing is cached without an output folder: it would be ignored",
-            "give out (--out) or cache_dir too, or drop recompute",
+            "give out or cache_dir too, or drop recompute=True",
         )
     from ..runs.study_run import run_study
 

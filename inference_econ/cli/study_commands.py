@@ -7,10 +7,12 @@ from pathlib import Path
 
 import click
 
+from ..errors import SpecError
 from .common import (
     OutputFile,
     OutputFolder,
     Progress,
+    fail,
     format_option,
     handle_errors,
     options,
@@ -58,6 +60,15 @@ def study(file, out, jobs, dask, html, recompute, yes, format, quiet):
 
     if html and not out:
         raise click.UsageError("--html needs --out (the report goes to OUT/report.html)")
+    if recompute and not out:  # the API's refusal names its arguments (out, cache_dir)
+        fail(
+            SpecError(
+                "command line",
+                "--recompute",
+                "is given, but nothing is cached without --out: it would be ignored",
+                "give --out too, or drop --recompute",
+            )
+        )
     if html:
         from ..output.report_figures import require_plotly
 
