@@ -8,8 +8,11 @@ import math
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 import inference_econ as ie
+from inference_econ.cli import main
+from inference_econ.settings import table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,6 +80,40 @@ def test_point_refuses_a_list_of_gpus_rather_than_reading_it_as_a_name():
 def test_sweep_refuses_before_searching(setting, kwargs, field):
     with pytest.raises(ie.SpecError, match=f"field '{field}'"):
         ie.sweep(setting, "hbm_bandwidth", **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--values", "1,,2"),
+         "--values: has an empty value in '1,,2' (give one number between each two commas, "
+         "such as 1,2)"),
+        (("--values", "1,2,"),
+         "--values: has an empty value in '1,2,' (give one number between each two commas, "
+         "such as 1,2)"),
+        (("--values", "1,2,1.0"),
+         "--values: gives 1 twice: it would be computed twice (give each value once, such as "
+         "1,2)"),
+    ],
+)  # fmt: skip
+def test_sweep_values_refuse_an_empty_or_repeated_item(args, message):
+    result = CliRunner().invoke(
+        main, ["sweep", "Llama 3 8B", "-H", "H100-paper", "--param", "hbm_bandwidth", *args]
+    )
+    assert result.exit_code == 2 and result.stderr == f"error: {message}\n"
+
+
+def test_lists_refuse_empty_items_and_repeats_only_where_each_item_is_a_row(setting):
+    with pytest.raises(ie.SpecError, match=r"field 'values': gives 4 twice"):
+        ie.sweep(setting, "hbm_bandwidth", values=[4, 2, 4.0])
+    with pytest.raises(
+        ie.SpecError, match=r"field 'values \(hbm_bandwidth\)': expected a number, got ''"
+    ):
+        ie.sweep(setting, "hbm_bandwidth", values=["1", "", "2"])
+    rates = table.option("acceptance_by_position")
+    assert rates.check("0.8,0.8,0.7") == (0.8, 0.8, 0.7)  # equal rates at two depths
+    with pytest.raises(ie.SpecError, match=r"has an empty value in '0.8,,0.7'"):
+        rates.check("0.8,,0.7")
 
 
 @pytest.mark.parametrize(

@@ -59,6 +59,7 @@ class VariantOptions:
         minimum=1,
         maximum=32,
         flag="--weight-bits",
+        distinct=True,
     )
 
     candidate_assumptions: str = setting(

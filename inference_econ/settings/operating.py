@@ -117,6 +117,7 @@ class SweepOptions:
         unit="tokens",
         minimum=0,
         maximum=MAX_TOKENS,
+        distinct=True,
     )
 
     prompt_lengths: Numbers = setting(
@@ -126,6 +127,7 @@ class SweepOptions:
         minimum=1,
         flag="--prompt-tokens",
         maximum=MAX_TOKENS,
+        distinct=True,
     )
 
     values: Numbers = setting(
@@ -133,6 +135,7 @@ class SweepOptions:
         help="Comma-separated factors (values for context and acceptance).",
         minimum=0,
         maximum=MAX_TOKENS,
+        distinct=True,
     )
 
     at_speed: float | None = setting(

@@ -64,6 +64,9 @@ class Option:
     number_as_text: bool = False
     #: A limit for which infinity means "no limit" (read as None); any other value is checked.
     no_limit: bool = False
+    #: A list whose values are each computed once (contexts, a sweep's values): a value given
+    #: twice is refused, as it would compute the same row again.
+    distinct: bool = False
     #: Settings of which one must be given for this one to mean anything (else it would be
     #: silently ignored, an error: docs/errors.md, "Combinations"); see ``check_needs``.
     needs: tuple[str, ...] = ()
@@ -161,10 +164,17 @@ class Option:
         if not isinstance(items, (list, tuple)):
             items = [items]
         items = [x.strip() if isinstance(x, str) else x for x in items]
-        items = [x for x in items if x != ""]
-        if not items:
-            example = f" such as {self.default}" if self.default is not None else ""
+        example = f" such as {self.default}" if self.default is not None else ""
+        if all(x == "" for x in items):
             raise SpecError(source, field, "is empty", f"give comma-separated numbers{example}")
+        if "" in items:  # dropping it would shift the values after it (rates by depth)
+            kept = ",".join(str(x) for x in items if x != "")
+            raise SpecError(
+                source,
+                field,
+                f"has an empty value in {short(value)}",
+                f"give one number between each two commas, such as {kept}",
+            )
         if len(items) > MAX_ITEMS:
             raise SpecError(
                 source, field, f"has {len(items)} values", f"give at most {MAX_ITEMS} values"
@@ -180,7 +190,24 @@ class Option:
             self.maximum,
             self.exclusive_minimum,
         )
-        return tuple(single.check(x, source, field) for x in items)
+        checked = tuple(single.check(x, source, field) for x in items)
+        if self.distinct:
+            refuse_repeats(checked, source, field)
+        return checked
+
+
+def refuse_repeats(values: tuple[float, ...], source: str, field: str) -> None:
+    """Refuse a value given twice in a list whose values are each computed once (a sweep's
+    values, a table's contexts): it would compute the same row again."""
+    twice = next((x for i, x in enumerate(values) if x in values[:i]), None)
+    if twice is not None:
+        once = ",".join(f"{x:g}" for x in dict.fromkeys(values))
+        raise SpecError(
+            source,
+            field,
+            f"gives {twice:g} twice: it would be computed twice",
+            f"give each value once, such as {once}",
+        )
 
 
 def _is_infinity(value: Any) -> bool:

@@ -21,6 +21,7 @@ class KeyPointOptions:
         minimum=0,
         exclusive_minimum=True,
         maximum=1e9,
+        distinct=True,
     )
 
     preference_k: float = setting(

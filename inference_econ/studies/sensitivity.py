@@ -20,6 +20,7 @@ from ..optimise.optimiser import frontier
 from ..serving.derived_intervals import nested_ends, renamed_intervals
 from ..serving.intervals import interval_columns
 from ..serving.setting import Setting, check_windows
+from ..settings.row import refuse_repeats
 from ..specs.hardware import derive
 from ..specs.schema import check_number
 
@@ -139,6 +140,7 @@ def sweep(
     at_speed = _checked_speed(at_speed)
     # every value checked before any frontier is searched, each refusal naming the list
     varied = [vary(setting, parameter, value, f"values ({parameter})") for value in values]
+    refuse_repeats(tuple(float(v) for v in values), "argument", "values")
     if at_speed is None:
         at_speed = default_speed(setting, method)
     rows, infeasible = [], []
