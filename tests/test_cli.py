@@ -264,6 +264,25 @@ def test_console_script_is_installed():
     assert "GB200" in out.stdout
 
 
+def test_simulate_and_export_take_the_load_options_without_the_capacity_command():
+    """The options and notes of serving under load live in cli/load_options.py: simulate and
+    export load neither capacity's module nor the fleet and autoscale commands it brings,
+    and take the same option objects capacity does."""
+    code = (
+        "import sys\n"
+        "from inference_econ.cli import export_commands, load_options, simulate_commands\n"
+        "print(sorted(m for m in sys.modules if m.endswith('_commands')))\n"
+        "from inference_econ.cli import capacity_commands\n"
+        "print(capacity_commands.traffic_options is simulate_commands.traffic_options"
+        " is load_options.traffic_options, export_commands.TARGETS is capacity_commands.TARGETS)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == [
+        "['inference_econ.cli.export_commands', 'inference_econ.cli.simulate_commands']",
+        "True True",
+    ]
+
+
 def test_help_is_complete_and_plain():
     code, out = run("--help")
     commands = out.split("Commands:")[1]

@@ -1,17 +1,14 @@
 """Capacity planning against latency targets (docs/model.md Part E): the cheapest deployment, or
-the most load a given one holds; the options and notes of serving under load that `simulate`
-(cli/simulate_commands.py) shares."""
+the most load a given one holds, and a frontier's deployments under load; the options and notes
+of serving under load it shares with `simulate` are in cli/load_options.py."""
 
 from __future__ import annotations
 
 import click
 
-from .. import settings as table
 from ..errors import SpecError, plural
 from .autoscale_commands import autoscale_demand
 from .common import (
-    PREFILL_SETTING_NAMES,
-    SPECULATION_SETTING_NAMES,
     FigureFile,
     Progress,
     emit,
@@ -32,60 +29,23 @@ from .fleet_commands import (
     power_cap_option,
     power_command,
 )
+from .load_options import (
+    DEMAND,
+    ENGINE,
+    PLAN,
+    SERVED,
+    SPECULATION,
+    TARGETS,
+    load_kwargs,
+    load_notes,
+    odds_notes,
+    preset_text,
+    served_options,
+    traffic_options,
+)
 from .stated import emit_tables, save_figure
 from .typed import given, searched, sole, typed_name
 
-#: What is served (no fixed context: lengths come from the traffic): the settings of a
-#: prefill, prices and power included, and speculative decoding (docs/model.md §E8).
-SPECULATION = SPECULATION_SETTING_NAMES
-SERVED = PREFILL_SETTING_NAMES + SPECULATION
-TRAFFIC = table.group("traffic")
-#: The request lengths: a load needs both unless a trace gives them, and help says so.
-LENGTHS = ("input_lengths", "output_lengths")
-
-
-def traffic_options(fn):
-    """The traffic of a load (``TRAFFIC``), the lengths marked required without --trace."""
-    from .. import settings as table
-
-    for name in reversed(TRAFFIC):
-        if name in LENGTHS:
-            row = table.option(name)
-            fn = option(name, help=f"{row.help}  [required unless --trace gives them]")(fn)
-        else:
-            fn = options(name)(fn)
-    return fn
-
-
-TARGETS = table.group("target")
-#: A demand curve and how its capacity is priced (docs/model.md §G5).
-DEMAND = table.group("demand")
-ENGINE = table.group("engine")
-#: A capacity plan's pools on other GPUs, and sizing it for failures (docs/model.md §E11).
-PLAN = table.group("plan")
-#: A simulation reports progress only when it is slow: at most one line per this many seconds.
-PROGRESS_EVERY_S = 2.0
-
-
-def served_options(fn):
-    """The settings of what is served, the preset defaulting to serving under load's
-    (``settings.LOAD_ASSUMPTIONS``: expected figures under an engine profile)."""
-    from ..settings import LOAD_ASSUMPTIONS
-
-    for name in reversed(SERVED):
-        changes = {"default": LOAD_ASSUMPTIONS} if name == "assumptions" else {}
-        fn = option(name, **changes)(fn)
-    return fn
-
-
-hardware_list = click.option(
-    "--hardware",
-    "-H",
-    "hardware",
-    multiple=True,
-    required=True,
-    help="GPU name, alias or YAML file; repeat -H (or separate with commas) to compare several.",
-)
 figure_option = click.option(
     "--figure",
     # an output (checked before the search, and replaced if it exists), not an input
@@ -101,113 +61,6 @@ def _gpus(hardware) -> list[str]:
     return names
 
 
-def _load_kwargs(values: dict) -> dict:
-    """The options of a command as keyword arguments of the API (None: not given). The
-    speculation options, and options that mean something only beside another one, are passed
-    only when given: the API refuses them alone (``--acceptance`` without ``--draft``)."""
-    from .. import settings as table
-
-    ctx = click.get_current_context(silent=True)
-    default = click.core.ParameterSource.DEFAULT
-
-    def at_default(name: str) -> bool:
-        if ctx is None or ctx.get_parameter_source(name) != default:
-            return False
-        row = table.BY_NAME.get(name)
-        return name in SPECULATION or (row is not None and bool(row.needs))
-
-    return {k: v for k, v in values.items() if v is not None and not at_default(k)}
-
-
-def _notes(result, extra=()) -> list[str]:
-    """What the numbers were computed with, printed under every table."""
-    window = "" if result.window is None else (
-        " Rates and prices are the offered load's, which the deployment keeps up with"
-        if result.offered_rates
-        else f" Rates and prices are measured over the run's service window of {result.window.seconds:.4g} s"
-    ) + " (docs/model.md §E4)."  # fmt: skip
-    simulated = (
-        f"Requests simulated: {result.requests} on {result.instances_simulated} instances together"
-        if result.instances_simulated > 1
-        else f"Requests simulated per instance: {result.requests}"
-    )
-    lines = [
-        f"Assumptions: {_preset_text(result.assumptions)}; traffic: {result.traffic}.",
-        f"{simulated}; {_sharing(result)}.{window}",
-        *_realism_notes(result),
-        *extra,
-        *result.notes,
-    ]
-    return list(dict.fromkeys(lines))  # a plan's notes repeat its result's
-
-
-def _realism_notes(result) -> list[str]:
-    """What speculation and the prefix cache did in the run (expected figures of the
-    simulation, like its latencies: docs/model.md §E8, §E9)."""
-    out = []
-    s = result.setting
-    if s is not None and s.spec is not None:
-        share = result.speculative_step_fraction
-        when = f"; it speculated in {share:.0%} of the decode steps" if share is not None else ""
-        engine = result.engine
-        off = (
-            f", off above {engine.speculation_max_batch} running requests"
-            if engine is not None and engine.speculation_max_batch
-            else ""
-        )
-        schedule = engine.speculation_schedule if engine is not None else "fixed"
-        out.append(
-            f"Speculation (simulated, expected figure): {s.spec.describe()}; {schedule} "
-            f"draft length{off}{when} (docs/model.md §E8)."
-        )
-    if result.prefix_hit_rate is not None:
-        out.append(
-            f"Prefix cache (simulated, expected figure): {result.prefix_hit_rate:.1%} of the "
-            "prompt tokens admitted in the service window were found cached and not prefilled "
-            "(docs/model.md §E9)."
-        )
-    return out
-
-
-def _sharing(result) -> str:
-    """How the load reaches the instances, worded for the deployment at hand."""
-    trace = result.traffic.startswith("arrivals of trace")
-    pools = result.prefill_instances > 0
-    if result.instances == 1 and not pools:
-        return "one instance serves every request"
-    if result.closed_loop:
-        return "the clients are spread evenly over them"
-    if result.instances_simulated > 1:
-        router = result.router.replace("_", " ")
-        stray = result.requests_per_session is not None and result.router != "prefix_aware"
-        return (
-            f"a {router} router sends each request to one of them (docs/model.md §E10)"
-            + (
-                f"; they stand for all {result.instances}, each group of "
-                f"{result.instances_simulated} seeing its share of the load"
-                if result.instances > result.instances_simulated
-                else ""
-            )
-            + (
-                "; a session's next turn lands on any of them, its history cached where its last "
-                "was served (--router prefix_aware keeps a session where its history is)"
-                if stray
-                else ""
-            )
-        )
-    if result.router == "round_robin" and not pools:
-        of = "the trace's rows" if trace else "the Poisson stream's requests"
-        return (
-            f"a round robin router sends the instances their turns: each sees one in "
-            f"{result.instances} of {of}, one simulated for all (docs/model.md §E10)"
-        )
-    if trace:
-        each = "each sees every trace row with probability 1 / instances, at its time"
-    else:
-        each = "each sees a Poisson stream of the rate over the instances"
-    return f"the instances share the load at random ({each})"
-
-
 def _draw(figure: str | None, maxload, offered=None) -> None:
     if not figure:
         return
@@ -221,42 +74,6 @@ def _first_line(setting) -> str:
     from ..api import figures_line
 
     return figures_line(setting)
-
-
-def _odds_notes(result) -> list[str]:
-    """Under an engine profile: what the intervals cover, and a line when the case is
-    outside what the data covers."""
-    from ..api import expected_figures
-
-    setting = result.setting
-    if setting is None or not expected_figures(setting):
-        return []
-    lines = [
-        "Intervals: where a measured run lands, 80 % and 90 % of the time (out-of-sample error "
-        "of the engine profiles, docs/validation.md); "
-        + (
-            "rates and prices are the ones the clients reach."
-            if result.closed_loop
-            else "rates, prices and MFU are the offered load's (capacity --confidence sizes for it); "
-            "energy and power carry the throughput's band and the power model's (§F12); "
-            + (
-                "counts and shares of the simulated schedule (preemptions, rejections, goodput share, prefix hit rate, speculative steps) "
-                "are those of runs whose every step takes the time per output token's ends "
-                "(§F12)."
-                if result.count_ends
-                else "counts and shares of the simulated schedule (preemptions, rejections, goodput share, prefix hit rate, speculative steps) "
-                + (
-                    "none: the run stopped once it missed its targets."
-                    if result.stopped_for is not None
-                    else "none: the run has no time per output token whose band the runs at "
-                    "its ends would take (one-token outputs)."
-                )
-            )
-            if result.stable
-            else "the deployment does not keep up: its rates and prices are its capacity."
-        )
-    ]
-    return lines
 
 
 @click.command(short_help="The cheapest deployment that meets latency targets at a load.")
@@ -308,7 +125,7 @@ def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **
         return
     check_model(model, hardware)
     cap = values.pop("power_cap_mw")
-    kwargs = _load_kwargs(values)
+    kwargs = load_kwargs(values)
     names = _gpus(hardware)
     if cap is not None:
         for name in (*DEMAND[1:], "confidence", "instances", "prefill_instances"):
@@ -491,7 +308,7 @@ def _plan_text(plan, fmt: str) -> str:
     )
     if fmt in ("csv", "json"):  # the candidates, the chosen rows with the plan's; the plans
         extra = [held, *_redundancy_notes(plan), *_confident_notes(plan), *plan.notes]
-        notes = [first, *_odds_notes(r), *layout, *_notes(r, extra)]
+        notes = [first, *odds_notes(r), *layout, *load_notes(r, extra)]
         tables = None
         if plan.confident is not None:
             tables = {"plans": (SIDE_BY_SIDE, plan.plans())}
@@ -517,7 +334,7 @@ def _plan_text(plan, fmt: str) -> str:
         fmt,
         title="Every candidate: the most load one instance holds within the targets, and the instances the load needs",
     )
-    notes = _notes(
+    notes = load_notes(
         r,
         [held] + layout + _redundancy_notes(plan) + _confident_notes(plan) + why + list(plan.notes),
     )
@@ -526,7 +343,7 @@ def _plan_text(plan, fmt: str) -> str:
     cover = load_coverage_note(plan.result)
     if cover and any(cover in n for n in notes):  # the confident plan's line says it
         cover = None
-    notes = [*filter(None, [cover]), *_odds_notes(r), *notes]
+    notes = [*filter(None, [cover]), *odds_notes(r), *notes]
     gap = "\n" if fmt == "markdown" else ""
     lines = notes + meta_lines(r.metadata())
     return head + "\n" + body + gap + "".join(f"{n}\n" for n in lines)
@@ -656,7 +473,7 @@ def _max_load_text(result, fmt: str) -> str:
         f"{at.model} on {result.deployment.describe()} {at.hardware} ({at.layout}) holds "
         f"{result.max_rate_per_s:.4g} req/s{span} = {at.output_tokens_per_s:,.0f} output tokens/s within {result.targets.describe()}"
     )
-    notes = _notes(
+    notes = load_notes(
         at,
         [
             f"At that load: ${at.usd_per_m_input_tokens:.3g} per million input tokens, ${at.usd_per_m_output_tokens:.3g} per million output tokens, ${at.usd_per_m_output_tokens_all_in:.3g} all-in per million output tokens (at {at.input_tokens_per_output_token:.3g} input tokens per output token); MFU {at.mfu:.1%}."
@@ -699,7 +516,7 @@ def slo_frontier(model, hardware, values: dict, load: dict, fmt: str, quiet: boo
 
     served = _served_under_load(values, load)
     front = api.load_frontier(
-        model, _gpus(hardware), progress=Progress(quiet), **served, **_load_kwargs(load)
+        model, _gpus(hardware), progress=Progress(quiet), **served, **load_kwargs(load)
     )
     return _load_frontier_text(front, fmt)
 
@@ -785,15 +602,9 @@ def _load_frontier_text(front, fmt: str) -> str:
     )
     notes = [
         *odds,
-        f"Assumptions: {_preset_text(first['assumptions'])}; traffic: {first['traffic']}.",
+        f"Assumptions: {preset_text(first['assumptions'])}; traffic: {first['traffic']}.",
     ]
     return line + "\n" + render(df, fmt, title=title, notes=notes, meta=meta)
 
 
 COMMANDS = (capacity,)
-
-
-def _preset_text(label: str) -> str:
-    """ "paper" -> "paper preset"; "achievable, engine vllm" -> "achievable preset, engine vllm"."""
-    name, _, engine = label.partition(", ")
-    return f"{name} preset" + (f", {engine}" if engine else "")

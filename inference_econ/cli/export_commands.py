@@ -8,7 +8,6 @@ import click
 from ..errors import SpecError
 from ..settings import MAX_TOKENS
 from ..settings.load import KV_TIER_SETTINGS
-from .capacity_commands import ENGINE, TARGETS, TRAFFIC, hardware_list
 from .common import (
     OutputFolder,
     Progress,
@@ -21,6 +20,7 @@ from .common import (
     quiet_option,
     renamed_flags,
 )
+from .load_options import ENGINE, TARGETS, TRAFFIC, hardware_list
 from .typed import given, modes, typed_name
 
 #: The request lengths of a point (a number) and of a capacity plan's traffic (a number or a

@@ -7,16 +7,6 @@ import math
 
 import click
 
-from .capacity_commands import (
-    ENGINE,
-    PROGRESS_EVERY_S,
-    TARGETS,
-    _load_kwargs,
-    _notes,
-    _odds_notes,
-    served_options,
-    traffic_options,
-)
 from .common import (
     FigureFile,
     OutputFile,
@@ -28,6 +18,16 @@ from .common import (
     quiet_option,
     renamed_flags,
     table_output,
+)
+from .load_options import (
+    ENGINE,
+    PROGRESS_EVERY_S,
+    TARGETS,
+    load_kwargs,
+    load_notes,
+    odds_notes,
+    served_options,
+    traffic_options,
 )
 from .stated import save_figure
 
@@ -85,7 +85,7 @@ def simulate(
         prefill_gpus=prefill_gpus,
         progress=lambda done, total: say(f"{done}/{total} requests served"),
         timeline=bool(timeline or timeline_figure),
-        **_load_kwargs(values),
+        **load_kwargs(values),
     )
     _write_timeline(result, timeline, timeline_figure)
     from .stated import stated
@@ -97,8 +97,8 @@ def simulate(
     if values.get("concurrency") is not None:  # a closed loop: the rate is the one it reached
         rate = f"{result.traffic.split(';')[0]} ({result.rate_per_s:.4g} req/s reached)"
     title = f"{result.model} on {result.layout} x {result.instances} ({result.hardware}), {rate}"
-    notes = _notes(result) if format in ("table", "markdown") else list(result.notes)
-    notes = [*_odds_notes(result), *notes]
+    notes = load_notes(result) if format in ("table", "markdown") else list(result.notes)
+    notes = [*odds_notes(result), *notes]
     click.echo(stated(row, format, title, result.setting, result.metadata(), notes), nl=False)
 
 
