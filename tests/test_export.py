@@ -921,7 +921,12 @@ def test_every_shipped_model_exports_its_hugging_face_repository():
     refused = set()
     for entry in catalog.entries("models"):
         try:
-            plan = api.export(entry.name, "H200", engine="sglang", assumptions="paper", **point)
+            try:
+                plan = api.export(entry.name, "H200", engine="sglang", **point)
+            except SpecError as exc:  # KV heads that do not divide 8 GPUs: a small model on 1
+                if exc.field != "--gpus":
+                    raise
+                plan = api.export(entry.name, "H200", engine="sglang", **{**point, "gpus": 1})
         except SpecError as exc:
             assert exc.field == "--checkpoint" and "give --checkpoint" in str(exc)
             refused.add(entry.name)
@@ -938,7 +943,7 @@ def test_every_shipped_model_exports_its_hugging_face_repository():
         "Mixtral 8x22B": "mistralai/Mixtral-8x22B-v0.1",
     }
     for name, repo in by_name.items():
-        plan = api.export(name, "H200", engine="vllm", assumptions="paper", **point)
+        plan = api.export(name, "H200", engine="vllm", **point)
         assert plan.checkpoint == repo
 
 

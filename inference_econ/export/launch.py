@@ -180,7 +180,48 @@ def layout_degrees(
             f"TP{t} cannot be launched: {split}",
             "give a GPU count whose tensor degree divides the model's heads and widths",
         )
+    _refuse_dense_attention_dp(setting, engine, t, a)
     return p, t, t // a, launched_degree(setting, t, engine)
+
+
+#: The layout features under which an engine runs attention over fewer GPUs than its tensor
+#: group (docs/model-part-f.md §F11): data-parallel attention ranks.
+ATTENTION_DP_FEATURES = ("attention_data", "attention_data_whole")
+
+
+def _refuse_dense_attention_dp(setting: Setting, engine: str, t: int, a: int) -> None:
+    """Refuse a tensor group of ``t`` GPUs whose attention the plan runs on ``a`` GPUs
+    (attention data parallelism) where the engine runs that for no model of this class: the
+    shipped profiles state it for MoE and MLA models only (SGLang 0.5.3's llama.py and qwen2.py
+    split attention over the whole tensor group, so ``--enable-dp-attention`` fails there; vLLM
+    and TensorRT-LLM replicate a dense model's KV heads instead, which the plan did not price).
+    A dense model's plan takes this layout only where its KV heads do not divide ``t``."""
+    if a >= t:
+        return
+    m = setting.model
+    att = m.attention
+    model_class = "mla" if att.kind == "mla" else "moe" if m.is_moe else "dense"
+    if set(_profile(engine).layout_features(model_class)) & set(ATTENTION_DP_FEATURES):
+        return
+    kv = att.kind != "mla" and att.kv_heads > 1  # the heads attention splits by (layouts.py)
+    heads, what = (att.kv_heads, "KV heads") if kv else (att.query_heads, "attention heads")
+    if heads % t:  # the engine's own preset takes the largest degree the heads allow
+        why = f"as {m.name}'s {heads} {what} do not split {t} ways"
+        fix = (
+            f"give a GPU count whose tensor degree divides the {heads} {what} (more GPUs as "
+            f"pipeline stages of at most {heads} each)"
+        )
+    else:  # a preset without the engine's profile chose it
+        why = f"as the {setting.assumptions.name} preset, which runs every layout, chose"
+        fix = "plan under the engine's preset (--assumptions achievable)"
+    raise SpecError(
+        "argument",
+        "--gpus",
+        f"TP{t} cannot be launched as planned: the plan attends over {a} of each {t} GPUs "
+        f"({t // a} attention data-parallel ranks, {why}), and {engine} {_version(engine)} runs "
+        f"attention data parallelism for no {model_class} model",
+        fix,
+    )
 
 
 #: Engines that refuse a step token budget below the batch: vLLM 0.11's SchedulerConfig raises
