@@ -1,7 +1,9 @@
-"""A dense model's layout whose attention the plan runs on fewer GPUs than its tensor group
-(its KV heads do not divide the group) is refused by every engine's export: no shipped engine
-runs attention data parallelism for a dense model (SGLang 0.5.3's llama.py splits attention
-over the whole group, so ``--enable-dp-attention`` would fail at start)."""
+"""A dense model's tensor group wider than its KV heads attends over the whole group with each
+KV head copied, as every engine runs it; a group its query heads do not split over has no layout
+an engine launches; and a layout whose attention a preset without the engine's layouts runs on
+fewer GPUs than its tensor group is refused by every engine's export: no shipped engine runs
+attention data parallelism for a dense model (SGLang 0.5.3's llama.py splits attention over the
+whole group, so ``--enable-dp-attention`` would fail at start)."""
 
 from __future__ import annotations
 
@@ -21,18 +23,25 @@ LLAMA_405B = dict(
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_a_dense_layout_with_attention_over_part_of_its_group_is_refused(engine, tmp_path):
-    with pytest.raises(SpecError) as err:
-        api.export(**LLAMA_405B, engine=engine)
-    text = str(err.value)
-    assert "TP16 cannot be launched as planned" in text, text
-    assert "attends over 8 of each 16 GPUs" in text and "8 KV heads" in text, text
-    assert "runs attention data parallelism for no dense model" in text, text
-    assert "experts" not in text, text  # the model has none (vLLM's message named them)
+def test_a_dense_group_wider_than_its_kv_heads_attends_over_all_of_it(engine):
+    """Llama 3.1 405B's 8 KV heads on one tensor group of 16 GPUs: attention over all 16 (128
+    query heads, 8 a GPU), each KV head on two GPUs with its cache copied (docs/model.md §B13),
+    launched as TP16 over two nodes; it had been planned as two attention ranks of 8, which no
+    engine runs for a dense model."""
+    plan = api.export(**LLAMA_405B, engine=engine)
+    w = plan.workers[0]
+    assert (w.tensor, w.attention_dp) == (16, 1)
+    script = api.launch_files(plan)["launch.sh"]
+    flag = {"vllm": "--tensor-parallel-size 16", "sglang": "--tp-size 16", "trtllm": "--tp_size 16"}
+    assert flag[engine] in script
+    assert "dp-attention" not in script and "enable_attention_dp: true" not in script
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_seven_gpus_of_a_dense_llama_exit_2_naming_the_gpus(engine, tmp_path):
+def test_seven_gpus_of_a_dense_llama_are_infeasible_naming_the_heads(engine, tmp_path):
+    """Llama 3.3 70B's 64 query heads do not split 7 ways: no engine launches TP7 (it had been
+    planned as seven attention ranks of one GPU). Valid input with nothing feasible: exit 1
+    with one line (docs/errors.md)."""
     out = tmp_path / "plan"
     r = CliRunner().invoke(
         main,
@@ -40,9 +49,10 @@ def test_seven_gpus_of_a_dense_llama_exit_2_naming_the_gpus(engine, tmp_path):
          "--batch", "8", "--prompt-tokens", "2000", "--output-tokens", "500", "-q",
          "--out", str(out)],
     )  # fmt: skip
-    assert r.exit_code == 2, r.output
-    assert r.output.startswith("error: --gpus: TP7 cannot be launched as planned"), r.output
-    assert "divides the 8 KV heads" in r.output and "Traceback" not in r.output, r.output
+    assert r.exit_code == 1, r.output
+    assert r.output.startswith("error: no whole layout of 7 GPUs splits Llama 3.3 70B"), r.output
+    assert "the attention heads (the query heads split by it" in r.output, r.output
+    assert "4, 5, 8 or 10 GPUs do" in r.output and "Traceback" not in r.output, r.output
     assert not out.exists()  # nothing written
 
 

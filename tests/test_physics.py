@@ -646,6 +646,28 @@ def test_an_engine_offers_only_the_layouts_it_runs():
         profile_from_dict({"name": "x", "parallelism": {"dense": ["tensor_3d"]}}, "x.yaml")
 
 
+def test_a_group_wider_than_the_kv_heads_attends_over_all_of_it_with_copies():
+    """§B7 with §B13: an engine runs a tensor group wider than the KV heads with each KV head
+    copied, where the query heads split over it (Llama 3.1 405B on 16 GPUs; Qwen3-235B's 4 KV
+    heads and 64 query heads on 8), and launches no group the query heads do not split over
+    (Llama 3.3 70B on 7); a preset that counts no copies (paper) keeps the heads' divisors."""
+    from inference_econ.model.latency import launched_attention_degrees
+
+    def degrees(name, t, engine, assumptions="achievable"):
+        s = ie.make_setting(name, "H200", assumptions=assumptions, engine=engine)
+        model = StepModel(compile_workload(s.model, s.assumptions), s.gpu, s.assumptions)
+        copies = model.assumptions.kv_replication
+        return launched_attention_degrees(model.work, t, model.features, copies), model
+
+    for engine in ("vllm", "sglang", "trtllm"):
+        wide, model = degrees("Llama 3.1 405B", 16, engine)
+        assert wide == [16] and model.kv_copies(16.0) == 2.0
+        assert degrees("Llama 3.3 70B", 7, engine)[0] == []
+    assert degrees("Qwen3-235B-A22B", 8, "trtllm")[0] == [1, 8]  # DEP8 or TEP8 (was DEP8 only)
+    assert degrees("Qwen3-235B-A22B", 12, "trtllm")[0] == [1]  # 64 query heads: not 12 ways
+    assert degrees("Llama 3.1 405B", 16, None, "paper")[0] == [1, 2, 4, 8]
+
+
 # --- §B13: KV-cache copies across an attention group wider than the KV heads --------------
 def test_kv_cache_is_copied_beyond_the_kv_heads_and_sharded_by_attention_dp():
     """MLA keeps one latent per token: every rank of a tensor-parallel attention group holds

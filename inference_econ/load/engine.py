@@ -542,7 +542,11 @@ def layout_search(setting: Setting, gpus: int) -> LayoutSearch:
         gpus,
         model,
         prefill_step_model(setting.model, setting.gpu, a, True).work,
-        tuple(candidate_layouts(work, gpus, setting.pipeline, model.features)),
+        tuple(
+            candidate_layouts(
+                work, gpus, setting.pipeline, model.features, model.assumptions.kv_replication
+            )
+        ),
         free / per_position,
         per_position,
     )

@@ -188,7 +188,13 @@ def draft_engine(
     model = StepModel(work, gpu, assumptions, integer_layouts=True)
     q = work.layer_positions(context)
     best = None
-    for lay in candidate_layouts(work, gpus, pipeline=False, features=model.features):
+    for lay in candidate_layouts(
+        work,
+        gpus,
+        pipeline=False,
+        features=model.features,
+        copies=model.assumptions.kv_replication,
+    ):
         table = StepTable(model, lay, max_tokens)
         t = table.time_s(1, q, q, 1)
         if best is None or t < best[0]:

@@ -673,8 +673,10 @@ def engine_attention_degrees(degrees: list[int], t: int, features, experts=()) -
     group (``t``, or the largest allowed). With
     "attention_data_expert" (vLLM) attention splits into data-parallel ranks only where every
     MoE group's routed ``experts`` divide ``t``: its expert parallelism spans the group;
-    elsewhere attention runs over the whole group or the layout is not launched (none)."""
-    tensor = [t] if t in degrees else list(degrees[-1:])
+    elsewhere attention runs over the whole group or the layout is not launched (none). An
+    engine without data-parallel attention for the model launches no group whose heads do not
+    split over it (none)."""
+    tensor = [t] if t in degrees else []
     if "attention_data_expert" in features and any(e > 1 and e % t for e in experts):
         return [t] if t in degrees else []
     if "attention_data" in features:
@@ -684,10 +686,25 @@ def engine_attention_degrees(degrees: list[int], t: int, features, experts=()) -
     return tensor
 
 
-def launched_attention_degrees(work, t: int, features) -> list[int]:
+def allowed_attention_degrees(
+    heads: int, query_heads: float, t: int, copies: bool = False
+) -> list[int]:
+    """The attention tensor degrees a tensor group of ``t`` GPUs can split its heads over: the
+    divisors of ``t`` that divide ``heads`` (the KV heads; the query heads of MLA or a single
+    KV head); with ``copies`` (the preset counts §B13's KV copies) also ``t`` itself where the
+    query heads split over it and the KV heads divide it: each KV head on ``t / heads`` GPUs,
+    its cache copied, as vLLM, SGLang and TensorRT-LLM run a tensor group wider than the KV
+    heads."""
+    out = [d for d in divisors(t) if heads % d == 0]
+    if copies and t not in out and t % heads == 0 and float(query_heads) % t == 0:
+        out.append(t)
+    return out
+
+
+def launched_attention_degrees(work, t: int, features, copies: bool = False) -> list[int]:
     """The attention tensor degrees of a tensor group of ``t`` GPUs that the engine runs for
-    ``work`` (``engine_attention_degrees`` of the divisors of ``t`` its heads allow)."""
-    allowed = [d for d in divisors(t) if work.tp_heads % d == 0]
+    ``work`` (``engine_attention_degrees`` of those its heads allow)."""
+    allowed = allowed_attention_degrees(work.tp_heads, work.query_heads, t, copies)
     return engine_attention_degrees(allowed, t, features, [g.experts for g in work.groups])
 
 

@@ -23,7 +23,13 @@ import numpy as np
 
 from ..errors import SpecError
 from ..specs.architecture import MOST_REDUNDANT_EXPERTS
-from .latency import StepModel, divisors, engine_attention_degrees, launched_attention_degrees
+from .latency import (
+    StepModel,
+    allowed_attention_degrees,
+    divisors,
+    engine_attention_degrees,
+    launched_attention_degrees,
+)
 from .machine import square_split
 from .moe import fewest_copies
 from .step_calls import NO_CACHE, StepCache, expert_degree
@@ -283,12 +289,12 @@ def _check_whole(values, field: str, noun: str) -> None:
         )
 
 
-def attention_degrees(arch, t: int) -> list[int]:
-    """Attention tensor degrees allowed for tensor degree ``t``: divisors of t that divide the
-    KV heads (or the query heads when there is a single KV head or MLA)."""
+def attention_degrees(arch, t: int, copies: bool = False) -> list[int]:
+    """Attention tensor degrees allowed for tensor degree ``t`` (``allowed_attention_degrees``
+    of the KV heads, or of the query heads when there is a single KV head or MLA)."""
     att = arch.attention
     heads = att.kv_heads if (att.kind != "mla" and att.kv_heads > 1) else att.query_heads
-    return [d for d in divisors(t) if heads % d == 0]
+    return allowed_attention_degrees(int(heads), att.query_heads, t, copies)
 
 
 def _sides(degree: int) -> tuple[int, int]:
@@ -344,7 +350,9 @@ def splits_evenly(model, gpus: int, pipeline: bool = True, micro_batch: float = 
             and any(
                 ff_splits_evenly(model, gpus // p, micro_batch, two).all() for two in (False, True)
             )
-            and launched_attention_degrees(model.work, gpus // p, model.features)
+            and launched_attention_degrees(
+                model.work, gpus // p, model.features, model.assumptions.kv_replication
+            )
         ):
             return True
     return False
@@ -369,6 +377,12 @@ def uneven_reason(
     return (
         f"no whole layout of {n} GPUs splits {arch_name} evenly: pipeline degrees divide its "
         f"{model.work.layers} layers and the GPUs, tensor degrees every feed-forward width "
+        + (
+            "and the attention heads (the query heads split by it, and it divides the KV "
+            "heads or they divide it, each then copied) "
+            if "attention_data" not in model.features
+            else ""
+        )
         + (
             "and, under attention data parallelism, the routed experts (the engine runs it "
             "only with its expert parallelism over the whole group) "
@@ -444,7 +458,7 @@ def whole_layout(
             continue
         part = model.pipeline_part(float(N), B, S, context, float(p))
         experts = [g.experts for g in model.work.groups]
-        allowed = attention_degrees(arch, t)
+        allowed = attention_degrees(arch, t, model.assumptions.kv_replication)
         for t_at in engine_attention_degrees(allowed, t, model.features, experts):
             adiv = float(t // t_at)
             values = per_layout(float(N), B, float(p), [adiv])[0] if per_layout else None

@@ -58,17 +58,17 @@ class EngineLayout:
 
 
 def candidate_layouts(
-    work: Workload, gpus: int, pipeline: bool = True, features=LAYOUT_FEATURES
+    work: Workload, gpus: int, pipeline: bool = True, features=LAYOUT_FEATURES, copies=False
 ) -> list[EngineLayout]:
     """Every whole layout of an instance of ``gpus`` GPUs (§B7's rules) that an engine with
-    these layout ``features`` runs (§F11)."""
+    these layout ``features`` runs (§F11); ``copies``: the preset counts §B13's KV copies."""
     out = []
     pipeline = pipeline and "pipeline" in features
     for p in divisors(work.layers) if pipeline else [1]:
         if gpus % p:
             continue
         t = gpus // p
-        for t_at in launched_attention_degrees(work, t, features):
+        for t_at in launched_attention_degrees(work, t, features, copies):
             for two_d in (False, True) if t > 1 and "tensor_2d" in features else (False,):
                 out.append(EngineLayout(gpus, p, t / t_at, two_d))
     return out
