@@ -296,6 +296,8 @@ def precision_of(cfg: dict, quant: dict | None, source: str) -> dict:
     if isinstance(qc, dict):
         out["weight_bits"] = _quant_config_bits(qc, source)
         method = str(qc.get("quant_method") or "").lower()
+        if out["weight_bits"] == 8 and _block_scaled(qc, method, source):
+            out["weight_block_scaled"] = True  # read by the engines' block-scaled FP8 kernels
         if method in WEIGHT_ONLY or (method == "compressed-tensors" and not _acts_quantized(qc)):
             out["gemm_activation_bits"] = 16
         elif method == "mxfp4":  # MXFP8 activations into the MX GEMMs, as the gpt-oss files
@@ -309,6 +311,33 @@ def precision_of(cfg: dict, quant: dict | None, source: str) -> dict:
             out["dense_weight_bits"] = 16
         return out
     return out  # float32 checkpoints too: engines serve them in 16 bits (vLLM's dtype "auto")
+
+
+def _block_scaled(qc: dict, method: str, source: str) -> bool:
+    """Whether 8-bit weights carry a scale per block (DeepSeek-V3's, Qwen3's and Kimi K2's own
+    FP8 releases: ``"weight_block_size": [128, 128]``; compressed-tensors' ``"strategy":
+    "block"``), which the engines run with their block-scaled FP8 kernels, not per-tensor
+    FP8's. A block size that is not two whole numbers is the config's error."""
+    if method == "compressed-tensors":
+        return any(
+            isinstance(g, dict)
+            and isinstance(g.get("weights"), dict)
+            and g["weights"].get("num_bits") == 8
+            and str(g["weights"].get("strategy") or "").lower() == "block"
+            for g in (qc.get("config_groups") or {}).values()
+        )
+    block = qc.get("weight_block_size")
+    if block is None:
+        return False
+    whole = isinstance(block, list) and len(block) == 2
+    if not whole or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in block):
+        raise SpecError(
+            source,
+            "quantization_config.weight_block_size",
+            f"expected two whole numbers of rows and columns, got {short(block)}",
+            "give it as the checkpoint has it, e.g. [128, 128]",
+        )
+    return True
 
 
 def _acts_quantized(qc: dict) -> bool:
