@@ -123,6 +123,30 @@ def test_import_sliding_window_layers(tmp_path):
     assert {(g.layers, g.sliding_window_tokens) for g in arch.layer_groups} == {(2, 128), (2, None)}
 
 
+def test_layer_types_of_one_kind_import_as_one_group(tmp_path):
+    """A config whose ``layer_types`` are all full attention (the window unused) or all
+    sliding imports as one group of every layer; it had been refused naming a field of the
+    written YAML, 'layer_groups[0].layers': is 0. A Gemma config whose pattern leaves no
+    global layer is one local group."""
+    full = {**GPT_OSS, "layer_types": ["full_attention"] * 4}
+    arch, _ = import_config(write(tmp_path, full), name="oss")
+    assert [(g.name, g.layers, g.sliding_window_tokens) for g in arch.layer_groups] == [
+        ("full", 4, None)
+    ]
+    sliding = {**GPT_OSS, "layer_types": ["sliding_attention"] * 4}
+    arch, _ = import_config(write(tmp_path, sliding), name="oss")
+    assert [(g.name, g.layers, g.sliding_window_tokens) for g in arch.layer_groups] == [
+        ("sliding", 4, 128)
+    ]
+    gemma = {"model_type": "gemma3_text", "hidden_size": 1152, "intermediate_size": 6912,
+             "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 1,
+             "head_dim": 256, "sliding_window": 512, "sliding_window_pattern": 6}  # fmt: skip
+    arch, _ = import_config(write(tmp_path, gemma), name="gemma")
+    assert [(g.name, g.layers, g.sliding_window_tokens) for g in arch.layer_groups] == [
+        ("local", 4, 512)
+    ]
+
+
 def test_unknown_architecture_lists_unmapped_fields(tmp_path):
     cfg = {"model_type": "mamba", "hidden_size": 10, "ssm_state_size": 16, "conv_kernel": 4}
     with pytest.raises(ie.SpecError) as info:

@@ -523,7 +523,7 @@ def _moe_model(cfg: dict, source: str) -> dict:
     out: dict[str, Any] = {"attention": _gqa_attention(cfg, source)}
     if kinds and window:
         sliding = sum(1 for k in kinds if k == "sliding_attention")
-        out["layer_groups"] = [
+        groups = [
             {
                 "name": "sliding",
                 "layers": sliding,
@@ -531,7 +531,8 @@ def _moe_model(cfg: dict, source: str) -> dict:
                 "sliding_window_tokens": _int(cfg, "sliding_window", source),
             },
             {"name": "full", "layers": layers - sliding, "ffn": ffn},
-        ]
+        ]  # a kind no layer has is no group (every layer full: the window is unused)
+        out["layer_groups"] = [g for g in groups if g["layers"]]
     elif len(moe_layers) == layers:
         out["layers"] = layers
         out["ffn"] = ffn
@@ -629,7 +630,7 @@ def _gemma_model(cfg: dict, source: str) -> dict:
         ]
     local = sum(1 for k in kinds if k == "sliding_attention")
     ffn = {"d_ff": _int(cfg, "intermediate_size", source), "activation": "geglu"}
-    groups = [{"name": "global", "layers": layers - local, "ffn": ffn}]
+    groups = [{"name": "global", "layers": layers - local, "ffn": ffn}] if local < layers else []
     if local:
         window = _int(cfg, "sliding_window", source)
         groups.insert(
