@@ -123,6 +123,20 @@ def test_import_sliding_window_layers(tmp_path):
     assert {(g.layers, g.sliding_window_tokens) for g in arch.layer_groups} == {(2, 128), (2, None)}
 
 
+def test_imported_yaml_writes_each_groups_ffn_in_full(tmp_path):
+    """Groups sharing one feed-forward (gpt-oss's sliding and full layers) are written each with
+    its own ``ffn``, not as a YAML anchor and alias, so editing one group's in the written file
+    leaves the other's as imported (it had changed both)."""
+    _, text = import_config(write(tmp_path, GPT_OSS), name="oss")
+    assert "&id" not in text and "*id" not in text
+    assert text.count("ffn: {d_ff: 2880, activation: swiglu, experts: 128") == 2
+    edited = tmp_path / "oss.yaml"
+    edited.write_text(text.replace("experts: 128, active_experts: 4", "experts: 64, "
+                                   "active_experts: 4", 1))  # fmt: skip
+    groups = ie.load_model(edited).layer_groups
+    assert [(g.name, g.ffn.experts) for g in groups] == [("sliding", 64), ("full", 128)]
+
+
 def test_layer_types_of_one_kind_import_as_one_group(tmp_path):
     """A config whose ``layer_types`` are all full attention (the window unused) or all
     sliding imports as one group of every layer; it had been refused naming a field of the

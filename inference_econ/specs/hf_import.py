@@ -650,10 +650,19 @@ def _read_json(path: Path, required: bool = True) -> dict | None:
     return cfg
 
 
+class _Unaliased(yaml.SafeDumper):
+    """Writes a mapping shared by several groups (gpt-oss's, Gemma's and Llama 4's ``ffn``) in
+    full under each, never as a YAML anchor and aliases (``&id001`` ... ``*id001``), where
+    editing the first group's would silently change the others'."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
+
+
 def _finish(data: dict, source: str, label: str) -> tuple[Architecture, str]:
     arch = architecture_from_dict(data, source)
     text = f"# Imported from {label} by 'inference-econ import-hf'. Check the figures against the model card.\n"
-    text += yaml.safe_dump(data, sort_keys=False, default_flow_style=None)
+    text += yaml.dump(data, Dumper=_Unaliased, sort_keys=False, default_flow_style=None)
     return arch, text
 
 
