@@ -106,6 +106,40 @@ def test_sglang_rate_run_reads_little_law_from_its_own_latency_key(tmp_path):
     assert rows[0].concurrency == 63.19
 
 
+def test_run_sending_every_request_at_once_is_a_run_at_maximum_load(tmp_path):
+    """Both tools' default run (request rate inf, no --max-concurrency: vLLM writes "inf" and
+    null, SGLang Infinity and null) sends every request at once: read as a maximum-load
+    (offline) run of the requests it completed, as a measured CSV's "--request-rate inf" is. Every
+    row had been unresolved, "a closed loop row needs its concurrency (batch_or_concurrency)",
+    a column a result file does not have."""
+    stated = {"model": "Llama 3.3 70B", "hardware": "H100", "n_gpus": "8", "precision": "FP8"}
+    vllm = {**VLLM_CONCURRENCY, "request_rate": "inf", "max_concurrency": None}
+    sglang = {**SGLANG_RUN, "max_concurrency": None}
+    for path, runs, done in (
+        (tmp_path / "vllm.json", vllm, 60),
+        (tmp_path / "sg.jsonl", sglang, 640),
+    ):
+        path.write_text(json.dumps(runs, allow_nan=True))
+        rows = load_measured(path, stated)
+        assert {r.scenario for r in rows} == {"offline"}
+        assert {r.lengths.issued for r in rows} == {done}
+        assert {r.status for r in rows} == {"ok"}
+        assert f"maximum load of its {done} requests" in rows[0].notes
+    got = CliRunner().invoke(main, ["compare-measured", str(tmp_path / "vllm.json"), "-H",
+        "H100", "--gpus", "8", "--precision", "FP8", "--assumptions", "achievable",
+        "--format", "csv", "-q"])  # fmt: skip
+    assert got.exit_code == 0, got.output
+    table = [line.split(",") for line in got.stdout.splitlines() if line[:1].isdigit()]
+    assert [(r[6], r[7], r[18]) for r in table][:2] == [
+        ("throughput", "offline", "ok"),
+        ("mean_TPOT", "offline", "ok"),
+    ]
+    assert float(table[0][11]) > 0  # predicted
+    # a concurrency beside the infinite rate is still that closed loop
+    capped = load_measured(_lines(tmp_path, [SGLANG_RUN], "capped.jsonl"), stated)
+    assert {(r.scenario, r.concurrency) for r in capped} == {("closed_loop", 64.0)}
+
+
 def test_result_naming_no_model_is_unresolved_with_the_option_that_gives_it(tmp_path):
     path = _lines(tmp_path, [SGLANG_RUN])
     rows = load_measured(path, {"hardware": "H200", "n_gpus": "8", "precision": "FP8"})

@@ -25,7 +25,9 @@ read as ``unresolved`` with the reason.
 
 A run at a fixed concurrency C is a closed loop of C clients. A run at a Poisson rate is read
 as a closed loop at its mean requests in flight, by Little's law: completed requests per
-second x mean end-to-end latency (the notes of each row say so).
+second x mean end-to-end latency (the notes of each row say so). A vLLM or SGLang run at an
+infinite rate with no concurrency limit (both tools' default) sends every request at once: a
+maximum-load (offline) run of the requests it completed.
 
 Every number is read by ``number``. A field of the wrong JSON type (a list, an object,
 true/false, words where a number is; a string where a section is) is the file's error: one
@@ -437,7 +439,15 @@ def _vllm_rows(run: dict, path: Path, i: int, at: str) -> tuple[list, bool]:
         n_in = usable(got["total_input_tokens"]) / done
         n_out = usable(got["total_output_tokens"]) / done
         rate = got["request_rate"]
-        if rate is None or (isinstance(rate, float) and math.isinf(rate)):
+        at_once = isinstance(rate, float) and math.isinf(rate)
+        if at_once and run.get("max_concurrency") is None:  # the tools' default run
+            base["scenario"] = "offline"
+            conc = ""
+            note = (
+                "every request sent at once (request rate inf, no --max-concurrency): a run at "
+                f"maximum load of its {done:g} requests"
+            )
+        elif rate is None or at_once:
             conc, note = _loop(got["max_concurrency"], None, None, None)
         else:  # Little's law needs the mean end-to-end latency (or TTFT + TPOT per token)
             e2e_ms, ttft = got["mean_e2el_ms"], got["mean_ttft_ms"]
