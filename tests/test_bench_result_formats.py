@@ -7,9 +7,11 @@ the command line for a result that states none."""
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from inference_econ.cli import main
@@ -198,6 +200,39 @@ def test_calibrate_takes_the_gpu_count_and_precision_a_result_leaves_out(tmp_pat
     # read now: too few rows to fit, which is the fit's refusal (exit 1), not the reading's
     assert got.exit_code == 1, got.output
     assert "usable rows cannot fit" in got.output
+
+
+def test_calibrated_profile_records_the_command_that_fits_it_again(tmp_path, monkeypatch):
+    """A profile fitted to a result that names no GPU records the options that stated them:
+    its ``fit.command`` run again fits the same terms (it had recorded only the file and the
+    engine, a command whose every row is unresolved)."""
+    runs = [
+        {**SGLANG_RUN, "max_concurrency": c, "output_throughput": 90 * c / (1 + c / 40),
+         "mean_tpot_ms": 1000 * (1 + c / 40) / 90}
+        for c in (1, 4, 16, 64)
+    ]  # fmt: skip
+    path = _lines(tmp_path, runs, "sweep.jsonl")
+    monkeypatch.chdir(tmp_path)
+    first = tmp_path / "first.yaml"
+    args = ["calibrate", "sweep.jsonl", "--engine", "sglang", "--hardware", "H200", "--gpus",
+            "8", "--precision", "FP8", "--model", "Llama 3.3 70B", "--no-holdout"]  # fmt: skip
+    got = CliRunner().invoke(main, [*args, "-o", str(first)])
+    assert got.exit_code == 0, got.output
+    profile = yaml.safe_load(first.read_text())
+    command = profile["fit"]["command"]
+    assert command == (
+        "inference-econ calibrate sweep.jsonl --engine sglang --model 'Llama 3.3 70B' "
+        "--hardware H200 --gpus 8 --precision FP8"
+    )
+    again = tmp_path / "again.yaml"
+    words = shlex.split(command)[1:] + ["--no-holdout", "-o", str(again)]
+    rerun = CliRunner().invoke(main, words)
+    assert rerun.exit_code == 0, rerun.output
+    assert (
+        path.is_file()
+        and yaml.safe_load(again.read_text())["gemm_efficiency_scale"]
+        == (profile["gemm_efficiency_scale"])
+    )
 
 
 def test_aiperf_latencies_read_in_the_unit_their_metric_states(tmp_path):

@@ -138,6 +138,8 @@ def calibrate(
         seconds=time.perf_counter() - t0,
         notes=tuple(notes),
         micro=tuple((k, (v, micro[f"se.{k}"])) for k, v in fixed.items()),
+        stated=tuple((k, v) for k, v in (stated or {}).items() if v not in (None, "")),
+        split=split,
     )
 
 

@@ -7,6 +7,7 @@ no row is usable).
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass
 
 from ..errors import SpecError, _shown, expect, plural, warn
@@ -46,6 +47,11 @@ class Calibration:
     notes: tuple[str, ...] = ()
     #: Terms fitted to micro-benchmarks: {term: (value, standard error)}.
     micro: tuple = ()
+    #: (column, value) the command line stated for the rows that state none (``--hardware``,
+    #: ``--gpus``, ``--precision``, ``--model``), and the leave-one-out split: the fit's command
+    #: repeats them.
+    stated: tuple = ()
+    split: str = "source"
 
     def profile(self, base: EngineProfile, name: str | None = None) -> EngineProfile:
         """The base profile with the fitted terms of ``self.engine`` (shared ones and its own)."""
@@ -72,8 +78,28 @@ class Calibration:
             f"{plural_count(len(self.sources), 'source')}",
             "leave_one_source_out": _pair(self.held_out, ", ", "median |error| ", "p90 "),
             "in_sample": f"median |error| {self.in_sample['median']:.3f}, p90 {self.in_sample['p90']:.3f}",
-            "command": f"inference-econ calibrate {self.source} --engine {self.engine}",
+            "command": self.command(),
         }
+
+    def command(self) -> str:
+        """The command that fits these terms again: the file, the engine, and the options that
+        stated the rows' GPU, GPU count, precision or model (without them a plain result's
+        rows are unresolved) and the split."""
+        words = ["inference-econ", "calibrate", self.source, "--engine", self.engine]
+        for column, value in self.stated:
+            words += [STATED_OPTIONS[column], str(value)]
+        if self.split != "source":
+            words += ["--split", self.split]
+        return shlex.join(words)
+
+
+#: The measured column a command-line option states for the rows that state none.
+STATED_OPTIONS = {
+    "hardware": "--hardware",
+    "n_gpus": "--gpus",
+    "precision": "--precision",
+    "model": "--model",
+}
 
 
 def plural_count(count: int, noun: str) -> str:
