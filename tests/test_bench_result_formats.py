@@ -14,6 +14,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+import inference_econ as ie
 from inference_econ.cli import main
 from inference_econ.errors import SpecError
 from inference_econ.measured.reading import load_measured
@@ -202,16 +203,38 @@ def test_calibrate_takes_the_gpu_count_and_precision_a_result_leaves_out(tmp_pat
     assert "usable rows cannot fit" in got.output
 
 
+#: The columns the command line states for a result that names no GPU, count, precision or model.
+STATED_H200 = {"model": "Llama 3.3 70B", "hardware": "H200", "n_gpus": "8", "precision": "FP8"}
+#: Four closed loops of SGLang against one server, its speed per request falling with load.
+SGLANG_SWEEP = [
+    {**SGLANG_RUN, "max_concurrency": c, "output_throughput": 90 * c / (1 + c / 40),
+     "mean_tpot_ms": 1000 * (1 + c / 40) / 90}
+    for c in (1, 4, 16, 64)
+]  # fmt: skip
+
+
+def test_calibration_counts_only_the_rows_the_model_predicts(tmp_path):
+    """The end-to-end latencies of a result (mean and p99 e2el: out of scope in
+    compare-measured) are left out of a calibration with a warning naming their lines, and the
+    profile counts the 20 rows it predicts (it had said "28 end-to-end rows with status ok"
+    beside compare-measured's 20 ok and 8 out of scope)."""
+    path = _lines(tmp_path, SGLANG_SWEEP, "sweep.jsonl")
+    with pytest.warns(UserWarning, match=r"8 rows not used \(lines 7-8, 14-15, 21-22, 28-29\): "
+                      "figures the model does not predict"):  # fmt: skip
+        fit = ie.calibrate(path, "sglang", holdout=False, stated=STATED_H200)
+    assert fit.rows == 20
+    assert set(fit.predictions["quantity"]) == {"throughput", "tpot", "itl", "ttft", "ttft_p99"}
+    assert fit.fit_summary()["data"] == f"{path}: 20 end-to-end rows with status ok, 1 source"
+    compared = CliRunner().invoke(main, ["compare-measured", str(path), "-H", "H200", "--gpus",
+        "8", "--precision", "FP8", "--model", "Llama 3.3 70B", "--assumptions", "achievable"])  # fmt: skip
+    assert compared.output.startswith("28 rows: 20 ok (read and predicted), 8 out of scope")
+
+
 def test_calibrated_profile_records_the_command_that_fits_it_again(tmp_path, monkeypatch):
     """A profile fitted to a result that names no GPU records the options that stated them:
     its ``fit.command`` run again fits the same terms (it had recorded only the file and the
     engine, a command whose every row is unresolved)."""
-    runs = [
-        {**SGLANG_RUN, "max_concurrency": c, "output_throughput": 90 * c / (1 + c / 40),
-         "mean_tpot_ms": 1000 * (1 + c / 40) / 90}
-        for c in (1, 4, 16, 64)
-    ]  # fmt: skip
-    path = _lines(tmp_path, runs, "sweep.jsonl")
+    path = _lines(tmp_path, SGLANG_SWEEP, "sweep.jsonl")
     monkeypatch.chdir(tmp_path)
     first = tmp_path / "first.yaml"
     args = ["calibrate", "sweep.jsonl", "--engine", "sglang", "--hardware", "H200", "--gpus",

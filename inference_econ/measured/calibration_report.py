@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..errors import SpecError, _shown, expect, plural, warn
 from ..specs.engine import EngineProfile, profile_yaml
+from .closed_forms import predictable
 from .priors import MICRO_PRIORS, MICRO_ROWS_PER_TERM, Prior, engine_specific
 
 
@@ -157,6 +158,12 @@ def rows_not_used(rows, engine_left_out=(), collective=None):
             ).append(r.row)
         elif not r.ok:
             unusable.append((r.row, _reason(r.status)))
+        elif r.kind == "end-to-end" and not predictable(r):
+            kinds.setdefault(
+                "figures the model does not predict in their scenario (an end-to-end latency, "
+                "say), out of scope in compare-measured",
+                [],
+            ).append(r.row)
         elif r.kind == "micro" and collective is not None:
             terms = [p.term for p in MICRO_PRIORS[quantity]]
             if not all(t in collective for t in terms):
