@@ -122,6 +122,21 @@ def test_calibrate_says_which_rows_of_the_shipped_example_it_does_not_use(short_
     assert "trtllm: 63 rows, 2 sources" in result.stdout
 
 
+def test_calibrate_counts_one_source_in_the_singular(tmp_path, short_runs):
+    """Rows of one source: "1 source", as the held-out summary words it (it had said "1
+    sources")."""
+
+    def one_source(records):
+        for r in records:
+            r["source"] = "one lab"
+            if "source_group" in r:
+                r["source_group"] = ""
+
+    result = run("calibrate", measured_copy(tmp_path, one_source), "--no-holdout")
+    assert result.exit_code == 0, result.output
+    assert "trtllm: 56 rows, 1 source (" in result.stdout
+
+
 def test_calibrate_warns_of_a_row_whose_engine_has_no_profile(tmp_path, short_runs):
     def kv_fraction_on_vllm(records):
         for r in records:

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from .. import settings as table
-from ..errors import SpecError
+from ..errors import SpecError, plural
 from .common import (
     SETTING_NAMES,
     FigureFile,
@@ -283,7 +283,9 @@ def calibrate(csv, engine, split, no_holdout, hardware, gpus, precision, model, 
         }
         for k, (v, e) in result.micro
     ]
-    title = f"{result.engine}: {result.rows} rows, {len(result.sources)} sources ({result.seconds:.0f} s)"
+    n_sources, n_rows = len(result.sources), result.rows
+    counts = f"{n_rows} {plural(n_rows, 'row')}, {n_sources} {plural(n_sources, 'source')}"
+    title = f"{result.engine}: {counts} ({result.seconds:.0f} s)"
     meta = {"measured_rows": display_path(csv), "engine": engine, "split": split}
     held = None
     if result.by_source:
