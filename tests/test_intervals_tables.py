@@ -181,6 +181,7 @@ NOT_PREDICTED = {
     "gpus",
     "batch",
     *LAYOUT_COLUMNS,
+    "prefill_expert_degree",
     "micro_batch",
     "prompt_tokens",
     "output_tokens",

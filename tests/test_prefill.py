@@ -453,3 +453,23 @@ def test_context_parallel_refuses_a_model_that_does_not_fit_a_device():
 
 def test_an_empty_prompt_has_no_cached_tokens():
     assert prefill.cached_prompt_tokens(0, 0.5) == 0 and prefill.cached_prompt_tokens(10, 1.0) == 9
+
+
+def test_prefill_and_request_rows_state_the_expert_degree():
+    # a MoE layout is traceable only with its expert degree: §A5's rule on a pass's tokens
+    r1 = ie.make_setting("DeepSeek-R1", "H100")
+    wide = prefill.prefill(r1, 32, 2000, batch=16, discrete=True)
+    assert wide.expert_degree == 32 and wide.tensor_degree == 32
+    # 20 tokens are below the 2 x sparsity a micro-batch needs for expert parallelism
+    assert prefill.prefill(r1, 32, 20, batch=1, discrete=True).expert_degree == 1
+    assert prefill.prefill(LLAMA, 8, 2000).expert_degree == 1  # dense
+    view = requests.request(ie.make_setting("DeepSeek-R1", "H200"), 8, 8, 2000, 500, discrete=True)
+    # eight decoding requests keep the experts tensor-parallel; a 2,000-token prompt does not
+    assert (view.expert_degree, view.prefill_expert_degree) == (1, 8)
+    out = CliRunner().invoke(
+        main,
+        ["prefill", "DeepSeek-R1", "-H", "H100", "--gpus", "32", "--prompt-tokens", "2000"]
+        + ["--batch", "16", "--discrete", "--format", "csv"],
+    )
+    assert out.exit_code == 0, out.output
+    assert "expert_degree" in out.output.splitlines()[2].split(",")

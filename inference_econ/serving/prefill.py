@@ -32,7 +32,7 @@ from ..model.layouts import (
     tp_dims,
     whole_layout,
 )
-from ..model.step_calls import NO_CACHE
+from ..model.step_calls import NO_CACHE, expert_degree
 from ..model.values import Floats
 from ..specs.schema import check_number
 from .energy import energy_columns
@@ -380,18 +380,34 @@ def prefill(
     parts, latency, flop, chosen = _run_passes(
         model, setting, gpus, N, B, S, context, layout, whole
     )
+    expert = prefill_expert_degree(model, gpus, in_flight, S, chosen)
     return _prefill_row(
         setting, model, prompt_tokens, cached_tokens, gpus, batch, int(S.size), in_flight,
-        latency, flop, chosen, parts,
+        latency, flop, chosen, parts, expert,
     )  # fmt: skip
+
+
+def prefill_expert_degree(model: StepModel, gpus, in_flight, S, chosen) -> float:
+    """The expert-parallel degree of the largest pass on ``chosen`` (its first MoE layer
+    group's, as a decode point states it; 1 for a dense model): §A5's rule on the tokens of a
+    micro-batch, ``in_flight / p`` prompts of the pass's ``S[0]`` tokens each."""
+    moe = [g for g in model.work.groups if g.experts > 1]
+    if not moe or chosen is None or not np.size(S):
+        return 1.0
+    p, g = float(chosen[0]), moe[0]
+    tokens = float(in_flight) / p * float(np.ravel(S)[0])
+    floor = model.assumptions.expert_parallel_min_batch_per_sparsity * g.sparsity
+    integer, copies = model.machine.integer_layouts, model.work.redundant_experts
+    return float(expert_degree(tokens, float(gpus) / p, g.experts, floor, integer, copies))
 
 
 def _prefill_row(
     setting, model, prompt_tokens, cached_tokens, gpus, batch, chunks, in_flight, latency,
-    flop, chosen, parts,
+    flop, chosen, parts, expert=1.0,
 ) -> pd.Series:  # fmt: skip
     """A prefill's row (``prefill``): its tokens, latency, input speed and prices per prompt
-    and per computed token, MFU, layout, summed breakdown, bound and energy."""
+    and per computed token, MFU, layout (``expert``: its expert degree), summed breakdown,
+    bound and energy."""
     new = float(prompt_tokens) - float(cached_tokens)
     price = setting.gpu.price_usd_per_hour
     peak = model.machine.peak_flop_per_s
@@ -417,6 +433,7 @@ def _prefill_row(
         "pipeline_degree": p,
         "tensor_degree": gpus / p,
         "attention_degree": gpus / p / adiv,
+        "expert_degree": expert,
         "tp_dims": tp_dims(two, gpus / p),
         **parts,
     }

@@ -298,6 +298,8 @@ def _request_row(
             "pipeline_degree": p,
             "tensor_degree": float(gpus) / p,
             "attention_degree": float(gpus) / p / adiv,
+            "expert_degree": float(dec.expert_degree),
+            "prefill_expert_degree": float(pre.expert_degree),
             "tp_dims": tp_dims(two, float(gpus) / p),
             "draft_tokens": int(dec.draft_tokens),
             "ttft_s": ttft,
