@@ -106,7 +106,7 @@ def test_a_batch_cap_or_budget_beyond_the_settings_bounds_is_the_rows_reason(tmp
 @pytest.mark.parametrize(
     "extra, code, words",
     [
-        (["--gpus", "3"], 1, ["no whole layout of 3 GPUs splits Llama 3.3 70B", "4, 5 or 7"]),
+        (["--gpus", "3"], 1, ["no whole layout of 3 GPUs splits Llama 3.3 70B", "1, 2, 4 or 5"]),
         (["--gpus", "8", "--max-model-len", "1"], 2, ["--max-model-len", "2,500"]),
         (["--plan", "disagg", "--gpus", "8", "--prefill-gpus", "3"], 1, ["prefill workers"]),
         (["--plan", "disagg", "--gpus", "8", "--prefill-gpus", "5"], 1, ["64 attention heads"]),
