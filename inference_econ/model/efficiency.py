@@ -390,7 +390,7 @@ def combine(work: StepWork, terms, host_floor: bool = True) -> StepTimes:
     )
     attention = work.attention_s / terms.attention_efficiency
     elementwise = (terms.elementwise_passes * work.elementwise_read_s + work.logits_read_s) / eta_w
-    host = host_overhead_s(terms, work.sequences)
+    host = host_overhead_s(terms, work.sequences, work.host_ranks)
     layer = work.layers * (terms.layer_overhead_s + work.eager * terms.eager_layer_overhead_s)
     overhead = (m * layer if split else layer) + host + gemm_fixed
     collective_lat = work.collective_latency_s
@@ -448,13 +448,17 @@ def exposed_collective_bandwidth_s(work: StepWork, terms):
     return work.collective_bandwidth_s - terms.gemm_allreduce_overlap * hidden
 
 
-def host_overhead_s(terms, sequences):
+def host_overhead_s(terms, sequences, ranks=1.0):
     """Seconds of a step's host work the GPU waits for (§F5): scheduling and input preparation
     (``step_overhead_s``) and per-sequence bookkeeping (``sequence_overhead_s`` each), times
     ``host_overhead_exposed`` - 1 for an engine that prepares a step after the last one ends,
     0 for one whose overlap scheduler does it while the GPU runs the step before (TensorRT-LLM
-    1.x), where it is hidden as long as it is shorter than the GPU's step."""
-    host = terms.step_overhead_s + terms.sequence_overhead_s * np.asarray(sequences, dtype=float)
+    1.x), where it is hidden as long as it is shorter than the GPU's step. Over ``ranks``
+    attention-DP ranks each rank's scheduler prepares its own even share of the sequences at
+    once (SGLang's DP-attention ranks and vLLM's data-parallel engine cores are each their
+    own scheduler process), so the step waits for one share."""
+    share = np.asarray(sequences, dtype=float) / np.maximum(np.asarray(ranks, dtype=float), 1.0)
+    host = terms.step_overhead_s + terms.sequence_overhead_s * share
     return terms.host_overhead_exposed * host
 
 

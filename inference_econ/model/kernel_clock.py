@@ -435,7 +435,9 @@ def table_terms(model, gpus, pipeline, adiv, two_d: bool, tokens: np.ndarray):
     profile, w = model.profile, model.work
     sequence_s = 0.0
     if profile is not None:
-        sequence_s = float(host_overhead_s(profile, 1.0 / p) - host_overhead_s(profile, 0.0))
+        ranks = model.engine.attention_replicas(adiv) if model.engine is not None else 1.0
+        host = host_overhead_s(profile, 1.0 / p, ranks) - host_overhead_s(profile, 0.0)
+        sequence_s = float(host)
     # the once-a-sequence kernels apart: a step's sequences, not its tokens, run them
     once, floor, a_sequence = per_sequence_terms(model, gpus, pipeline, adiv, two_d, grid)
     step = step - once + floor + a_sequence * grid

@@ -339,7 +339,8 @@ class StepTable:
             host_floor=False,
         )
         scale = prof.step_time_scale
-        host_per_sequence = host_overhead_s(prof, 1.0 / p) - host_overhead_s(prof, 0.0)
+        ranks = model.engine.attention_replicas(adiv)  # each rank schedules its own share
+        host_per_sequence = host_overhead_s(prof, 1.0 / p, ranks) - host_overhead_s(prof, 0.0)
         self.sequence_s = float(scale * host_per_sequence) + float(
             np.asarray(per.elementwise_s - alone.elementwise_s)[1]
         )

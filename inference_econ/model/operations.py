@@ -490,7 +490,9 @@ class _Builder:
         ops.append(_op("sampling", "sampling", 1.0, sequences, "logits"))
         kernels = w.layers * model.assumptions.kernels_per_layer
         ops.append(_op("kernel launches", "launch", kernels, {"layers": w.layers}, "launch"))
-        ops.append(_op("host and scheduling", "host", 1.0, {"sequences": self.b}, "host"))
+        # each attention-DP rank's scheduler prepares its own share (§F5, host_overhead_s)
+        host = {"sequences": self.b / self.replicas}
+        ops.append(_op("host and scheduling", "host", 1.0, host, "host"))
         return ops
 
     def _collective(self, c: CollectiveCalls, fusable: bool = False) -> Operation:
