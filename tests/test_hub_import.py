@@ -392,3 +392,33 @@ def test_a_llama4_no_rope_list_of_another_length_is_refused(tmp_path):
     path.write_text(json.dumps({**LLAMA4_MAVERICK, "text_config": text}))
     with pytest.raises(ie.SpecError, match="no_rope_layers.*4 entries for 48 layers"):
         import_config(path)
+
+
+@pytest.mark.parametrize(
+    "qc, field",
+    [
+        ({"quant_method": "gptq", "bits": 3.5, "group_size": 128}, "quantization_config.bits"),
+        ({"quant_method": "awq", "bits": "4.5"}, "quantization_config.bits"),
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {"g": {"weights": {"num_bits": 2.5}}},
+            },
+            "quantization_config.config_groups.weights.num_bits",
+        ),
+    ],
+)
+def test_a_fractional_bit_width_is_refused_not_cut_to_a_whole_one(tmp_path, qc, field):
+    """GPTQ's ``"bits": 3.5`` had imported as 3-bit weights (exit 0); now one line naming the
+    field and the fix, exit 2. Whole widths still import (3 stays 3)."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA_8B, "quantization_config": qc}))
+    with pytest.raises(ie.SpecError) as info:
+        import_config(path)
+    assert info.value.field == field and "not a whole number of bits" in str(info.value)
+    result = CliRunner().invoke(main, ["import-hf", str(path)])
+    assert result.exit_code == 2 and result.output.count("\n") == 1
+    assert field in result.output and "(2, 3, 4 or 8)" in result.output
+    path.write_text(json.dumps({**LLAMA_8B, "quantization_config": {**qc, "bits": 3}}))
+    if "bits" in qc:
+        assert import_config(path)[0].precision.weight_bits == 3

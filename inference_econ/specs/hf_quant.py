@@ -106,12 +106,27 @@ def _modelopt_bits(algo: str, source: str) -> int:
     )
 
 
+def _whole_bits(value, source: str, field: str) -> int:
+    """A checkpoint's bits per weight: a whole number from 1 to 16 (GPTQ, AWQ and
+    compressed-tensors store whole-bit integers); 3.5 had been cut to 3 without a word."""
+    bits = check_number(value, source, field, minimum=1, maximum=16)
+    if bits != int(bits):
+        raise SpecError(
+            source,
+            field,
+            f"is {short(value)}, not a whole number of bits",
+            "give the checkpoint's width as a whole number (2, 3, 4 or 8); a checkpoint that "
+            "mixes widths needs a model YAML written by hand with precision.weight_bits its mean",
+        )
+    return int(bits)
+
+
 def _quant_config_bits(qc: dict, source: str) -> float:
     method = str(qc.get("quant_method") or "").lower()
     if method in QUANT_BITS:
         return QUANT_BITS[method]
     if "bits" in qc:  # gptq, awq, aqlm, ...
-        return int(check_number(qc["bits"], source, "quantization_config.bits", minimum=1))
+        return _whole_bits(qc["bits"], source, "quantization_config.bits")
     if method == "bitsandbytes":
         return 4 if qc.get("load_in_4bit") else 8
     if method == "compressed-tensors":
@@ -123,11 +138,8 @@ def _quant_config_bits(qc: dict, source: str) -> float:
             and "num_bits" in g["weights"]
         ]
         if widths:
-            return int(
-                check_number(
-                    max(widths), source, "quantization_config.config_groups.weights.num_bits"
-                )
-            )
+            field = "quantization_config.config_groups.weights.num_bits"
+            return max(_whole_bits(w, source, field) for w in widths)
     if method == "modelopt":
         return _modelopt_bits(str(qc.get("quant_algo") or "").upper(), source)
     raise SpecError(
