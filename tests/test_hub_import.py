@@ -29,6 +29,13 @@ DEEPSEEK_V3_FP8 = {
     "n_routed_experts": 256,
     "n_shared_experts": 1,
     "num_experts_per_tok": 8,
+    "n_group": 8,
+    "topk_group": 4,
+    "topk_method": "noaux_tc",
+    "scoring_func": "sigmoid",
+    "routed_scaling_factor": 2.5,
+    "norm_topk_prob": True,
+    "moe_layer_freq": 1,
     "first_k_dense_replace": 3,
     "kv_lora_rank": 512,
     "q_lora_rank": 1536,
@@ -422,3 +429,29 @@ def test_a_fractional_bit_width_is_refused_not_cut_to_a_whole_one(tmp_path, qc, 
     path.write_text(json.dumps({**LLAMA_8B, "quantization_config": {**qc, "bits": 3}}))
     if "bits" in qc:
         assert import_config(path)[0].precision.weight_bits == 3
+
+
+def test_group_limited_routing_imports_as_the_shipped_deepseek_v3_has_it(tmp_path):
+    """DeepSeek-V3's ``n_group: 8`` / ``topk_group: 4`` (a token's 8 experts on at most 4 of 8
+    groups, report §2.1.2) had been ignored: the imported model routed over every group where
+    the shipped file has ``expert_groups: 8``, ``groups_per_token: 4``. DeepSeek-V2 (8 and 3,
+    ``group_limited_greedy``) keeps its limit; one group, or V2-Lite's plain ``greedy``
+    top-k, limits nothing; a limit wider than the groups is the config's error."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(DEEPSEEK_V3_FP8))
+    moe = import_config(path)[0].layer_groups[-1].ffn
+    shipped = ie.load_model("DeepSeek-V3").layer_groups[-1].ffn
+    assert (moe.expert_groups, moe.groups_per_token) == (8, 4)
+    assert (shipped.expert_groups, shipped.groups_per_token) == (8, 4)
+    for extra, limit in (
+        ({"n_group": 8, "topk_group": 3, "topk_method": "group_limited_greedy"}, (8, 3)),
+        ({"n_group": 1, "topk_group": 1, "topk_method": "greedy"}, (1, 0)),
+        ({"n_group": 8, "topk_group": 3, "topk_method": "greedy"}, (1, 0)),
+    ):
+        path.write_text(json.dumps({**DEEPSEEK_V3_FP8, **extra}))
+        ffn = import_config(path)[0].layer_groups[-1].ffn
+        assert (ffn.expert_groups, ffn.groups_per_token) == limit, extra
+    path.write_text(json.dumps({**DEEPSEEK_V3_FP8, "topk_group": 9}))
+    result = CliRunner().invoke(main, ["import-hf", str(path)])
+    assert result.exit_code == 2 and result.output.count("\n") == 1
+    assert "groups_per_token" in result.output

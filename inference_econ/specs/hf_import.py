@@ -341,6 +341,21 @@ def _mla_model(cfg: dict, source: str) -> dict:
         "rope_head_dim": _int(cfg, "qk_rope_head_dim", source, minimum=0),
         "value_head_dim": _int(cfg, "v_head_dim", source),
     }
+    moe = {
+        "d_ff": _int(cfg, "moe_intermediate_size", source),
+        "activation": MLP,
+        "experts": _int(cfg, "n_routed_experts", source),
+        "active_experts": _int(cfg, "num_experts_per_tok", source),
+        "shared_experts": _int(cfg, "n_shared_experts", source, 0, minimum=0),
+        **_group_limited_routing(cfg, source),
+    }
+    return {"attention": attention, **_dense_then_moe(cfg, source, layers, moe)}
+
+
+def _dense_then_moe(cfg: dict, source: str, layers: int, moe: dict) -> dict:
+    """The ``first_k_dense_replace`` dense layers, then MoE layers of ``moe``, and the
+    multi-token prediction modules (``num_nextn_predict_layers``) shaped like the MoE layers
+    (§C3): DeepSeek-V2/V3, Kimi K2 and GLM-4.5."""
     dense_layers = _int(cfg, "first_k_dense_replace", source, 0, minimum=0)
     if dense_layers >= layers:
         raise SpecError(
@@ -349,23 +364,27 @@ def _mla_model(cfg: dict, source: str) -> dict:
             f"is {dense_layers}, not below num_hidden_layers {layers}",
             "give the number of dense layers before the MoE ones",
         )
-    moe = {
-        "d_ff": _int(cfg, "moe_intermediate_size", source),
-        "activation": MLP,
-        "experts": _int(cfg, "n_routed_experts", source),
-        "active_experts": _int(cfg, "num_experts_per_tok", source),
-        "shared_experts": _int(cfg, "n_shared_experts", source, 0, minimum=0),
-    }
     groups = []
     if dense_layers:
         dense = {"d_ff": _int(cfg, "intermediate_size", source), "activation": MLP}
         groups.append({"name": "dense", "layers": dense_layers, "ffn": dense})
     groups.append({"name": "moe", "layers": layers - dense_layers, "ffn": moe})
-    out = {"attention": attention, "layer_groups": groups}
+    out: dict[str, Any] = {"layer_groups": groups}
     modules = _int(cfg, "num_nextn_predict_layers", source, 0, minimum=0)
-    if modules:  # multi-token prediction modules shaped like the MoE layers (§C3)
+    if modules:
         out["mtp"] = {"modules": modules, "layer_group": "moe"}
     return out
+
+
+def _group_limited_routing(cfg: dict, source: str) -> dict:
+    """DeepSeek's group-limited routing: the routed experts in ``n_group`` groups, a token's
+    experts chosen in at most ``topk_group`` of them (DeepSeek-V3 8 and 4: node-limited
+    routing, report §2.1.2) - ``expert_groups`` and ``groups_per_token``. One group, or
+    DeepSeek-V2's plain ``"greedy"`` top-k, limits nothing and writes neither."""
+    groups = _int(cfg, "n_group", source, 1)
+    if groups == 1 or str(cfg.get("topk_method") or "") == "greedy":
+        return {}
+    return {"expert_groups": groups, "groups_per_token": _int(cfg, "topk_group", source)}
 
 
 def _moe_model(cfg: dict, source: str) -> dict:
