@@ -455,3 +455,181 @@ def test_group_limited_routing_imports_as_the_shipped_deepseek_v3_has_it(tmp_pat
     result = CliRunner().invoke(main, ["import-hf", str(path)])
     assert result.exit_code == 2 and result.output.count("\n") == 1
     assert "groups_per_token" in result.output
+
+
+# zai-org/GLM-4.5 config.json (Hugging Face Hub, MIT licence), every field as published;
+# the same dimensions as NVIDIA Megatron-Bridge's GLM 4.5 page and the GLM-4.5 report, Table 1.
+# GLM-4.6 is this config with max_position_embeddings 202752 (models/glm-4.6.yaml).
+GLM_4_5 = {
+    "architectures": ["Glm4MoeForCausalLM"],
+    "attention_bias": True,
+    "attention_dropout": 0.0,
+    "pad_token_id": 151329,
+    "eos_token_id": [151329, 151336, 151338],
+    "head_dim": 128,
+    "hidden_act": "silu",
+    "hidden_size": 5120,
+    "partial_rotary_factor": 0.5,
+    "initializer_range": 0.02,
+    "intermediate_size": 12288,
+    "max_position_embeddings": 131072,
+    "model_type": "glm4_moe",
+    "moe_intermediate_size": 1536,
+    "norm_topk_prob": True,
+    "num_attention_heads": 96,
+    "n_group": 1,
+    "topk_group": 1,
+    "n_routed_experts": 160,
+    "n_shared_experts": 1,
+    "routed_scaling_factor": 2.5,
+    "num_experts_per_tok": 8,
+    "first_k_dense_replace": 3,
+    "num_hidden_layers": 92,
+    "num_key_value_heads": 8,
+    "rms_norm_eps": 1e-05,
+    "rope_scaling": None,
+    "rope_theta": 1000000,
+    "num_nextn_predict_layers": 1,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "transformers_version": "4.54.0",
+    "use_cache": True,
+    "use_qk_norm": True,
+    "vocab_size": 151552,
+}
+# Qwen/Qwen3-Next-80B-A3B-Instruct config.json (Hugging Face Hub, Apache-2.0), its
+# architectural fields as published (-Thinking's are the same); transformers derives the
+# layers' mixers from full_attention_interval (no layer_types in the file).
+QWEN3_NEXT = {
+    "architectures": ["Qwen3NextForCausalLM"],
+    "attention_dropout": 0.0,
+    "decoder_sparse_step": 1,
+    "full_attention_interval": 4,
+    "head_dim": 256,
+    "hidden_act": "silu",
+    "hidden_size": 2048,
+    "initializer_range": 0.02,
+    "intermediate_size": 5120,
+    "linear_conv_kernel_dim": 4,
+    "linear_key_head_dim": 128,
+    "linear_num_key_heads": 16,
+    "linear_num_value_heads": 32,
+    "linear_value_head_dim": 128,
+    "max_position_embeddings": 262144,
+    "mlp_only_layers": [],
+    "model_type": "qwen3_next",
+    "moe_intermediate_size": 512,
+    "norm_topk_prob": True,
+    "num_attention_heads": 16,
+    "num_experts": 512,
+    "num_experts_per_tok": 10,
+    "num_hidden_layers": 48,
+    "num_key_value_heads": 2,
+    "output_router_logits": False,
+    "partial_rotary_factor": 0.25,
+    "rms_norm_eps": 1e-06,
+    "rope_scaling": None,
+    "rope_theta": 10000000,
+    "router_aux_loss_coef": 0.001,
+    "shared_expert_intermediate_size": 512,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "use_cache": True,
+    "use_sliding_window": False,
+    "vocab_size": 151936,
+}
+
+
+def _same_layers(arch, shipped):
+    """Each layer group's layers, FFN and mixer as the shipped file has them."""
+    assert len(arch.layer_groups) == len(shipped.layer_groups)
+    for got, want in zip(arch.layer_groups, shipped.layer_groups):
+        assert (got.name, got.layers, got.mixer) == (want.name, want.layers, want.mixer)
+        assert got.ffn == want.ffn, got.name
+
+
+@pytest.mark.parametrize(
+    "cfg, shipped",
+    [
+        (GLM_4_5, "GLM-4.5"),
+        ({**GLM_4_5, "max_position_embeddings": 202752}, "GLM-4.6"),
+    ],
+)
+def test_glm4_moe_imports_as_the_shipped_glm_files(tmp_path, cfg, shipped):
+    """``glm4_moe`` had been refused (exit 2, "cannot map architecture"); GLM-4.5's published
+    config now gives the shipped file's model: 3 dense layers of 12,288 then 89 MoE layers of
+    160 routed experts (8 a token) and 1 shared of 1,536, GQA 96/8 heads of 128 (KV 376,832
+    bytes a token at 16 bits), 352.7B parameters (card: 355B) and 33.6B active with the
+    embeddings (card: 32B, without them). Its MTP layer is imported too, as DeepSeek-V3's."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    arch, text = import_config(path)
+    model = ie.load_model(shipped)
+    _same_layers(arch, model)
+    assert arch.attention == model.attention and arch.precision == model.precision
+    assert arch.max_context_tokens == model.max_context_tokens
+    assert counts(arch) == pytest.approx(counts(model), rel=1e-12)
+    total, active = counts(arch)
+    assert total == pytest.approx(355e9, rel=0.02) and active == pytest.approx(33.5e9, rel=0.02)
+    work = compile_workload(arch, REFINED)
+    assert work.kv_bytes_per_token == compile_workload(model, REFINED).kv_bytes_per_token
+    assert work.kv_bytes_per_token == 92 * 2 * 8 * 128 * 2
+    assert arch.mtp is not None and (arch.mtp.modules, arch.mtp.layer_group) == (1, "moe")
+    out = tmp_path / "glm.yaml"
+    out.write_text(text)
+    assert counts(ie.load_model(out)) == pytest.approx(counts(arch), rel=1e-12)
+
+
+def test_qwen3_next_imports_as_the_shipped_hybrid(tmp_path):
+    """``qwen3_next`` had been refused (exit 2); its published config now gives the shipped
+    file's hybrid: 36 Gated DeltaNet layers (16 key and 32 value heads of 128, 4 taps: a fixed
+    state, no KV cache) and 12 gated full-attention layers (16/2 heads of 256, output gate),
+    every layer 512 routed experts of 512 (10 a token) and a shared one; 79.6B parameters
+    (card: 80B), a KV cache of the 12 attention layers only (24,576 bytes a token)."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(QWEN3_NEXT))
+    arch, text = import_config(path)
+    model = ie.load_model("Qwen3-Next-80B-A3B")
+    _same_layers(arch, model)
+    assert arch.attention == model.attention and arch.attention.output_gate is True
+    assert arch.layer_groups[0].mixer.kind == "gated_deltanet" and arch.attention_layers == 12
+    assert counts(arch) == pytest.approx(counts(model), rel=1e-12)
+    assert counts(arch)[0] == pytest.approx(79.62e9, rel=1e-3)
+    work, shipped = compile_workload(arch, REFINED), compile_workload(model, REFINED)
+    assert work.kv_bytes_per_token == shipped.kv_bytes_per_token == 12 * 2 * 2 * 256 * 2
+    assert work.state_bytes_per_sequence == shipped.state_bytes_per_sequence > 0
+    assert arch.mtp is None  # the config does not state num_nextn_predict_layers
+    with_mtp = import_config({**QWEN3_NEXT, "num_nextn_predict_layers": 1})[0]
+    assert (with_mtp.mtp.modules, with_mtp.mtp.layer_group) == (1, "full")
+    # layer_types, where a config writes them out, give the same layers
+    kinds = (["linear_attention"] * 3 + ["full_attention"]) * 12
+    listed = import_config({**QWEN3_NEXT, "layer_types": kinds})[0]
+    assert counts(listed) == counts(arch)
+    out = tmp_path / "next.yaml"
+    out.write_text(text)
+    assert counts(ie.load_model(out)) == pytest.approx(counts(arch), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "extra, field",
+    [
+        ({"layer_types": ["linear_attention"] * 47}, "layer_types"),
+        ({"layer_types": ["sliding_attention"] * 48}, "layer_types"),
+        ({"full_attention_interval": 0}, "full_attention_interval"),
+        ({"linear_num_value_heads": 24}, "value_heads"),  # not a multiple of the 16 key heads
+    ],
+)
+def test_a_bad_qwen3_next_field_is_one_line_naming_it(tmp_path, extra, field):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**QWEN3_NEXT, **extra}))
+    result = CliRunner().invoke(main, ["import-hf", str(path)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.output.count("\n") == 1 and field in result.output
+
+
+def test_qwen3_next_fields_are_not_read_for_another_architecture(tmp_path):
+    """The Gated DeltaNet fields are Qwen3-Next's: on a Llama config they are unmapped."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA_8B, "linear_num_key_heads": 16}))
+    with pytest.raises(ie.SpecError, match="linear_num_key_heads"):
+        import_config(path)

@@ -3,7 +3,8 @@
 Supported: Llama / Mistral / Qwen2-3 dense, Mixtral, Qwen-MoE (with a shared expert),
 DeepSeek-V2/V3 (MLA, shared experts, first dense layers), gpt-oss (alternating sliding and
 full attention), Llama 4 and Gemma 2/3 (multimodal configs nest the text model under
-``text_config``), sliding windows and tied embeddings. The weight precision comes from
+``text_config``), GLM-4.5/4.6 (GQA, first dense layers, shared experts), Qwen3-Next (Gated
+DeltaNet and gated attention layers), sliding windows and tied embeddings. The weight precision comes from
 ``quantization_config`` (or a ModelOpt ``hf_quant_config.json``), the name from the repository
 or ``_name_or_path``. An architecture it cannot map fails with the list of fields it did not
 understand, and a field that is not a usable number fails with its name, instead of producing a
@@ -159,7 +160,20 @@ KNOWN_TYPES = (
     "gpt_oss",
     "llama4_text",
     *GEMMA_TYPES,
+    "glm4_moe",
+    "qwen3_next",
 )
+#: Fields only a type's importer reads (a config of another type that has them fails as unmapped).
+TYPE_FIELDS = {
+    "qwen3_next": {
+        "full_attention_interval",
+        "linear_conv_kernel_dim",
+        "linear_key_head_dim",
+        "linear_value_head_dim",
+        "linear_num_key_heads",
+        "linear_num_value_heads",
+    },
+}
 
 
 def _need(cfg: dict, key: str, source: str) -> Any:
@@ -200,7 +214,8 @@ def config_to_dict(
     cfg = text_model_config(cfg)
     model_type = str(cfg.get("model_type", ""))
     cfg = {**TRANSFORMERS_DEFAULTS.get(model_type, {}), **cfg}
-    unknown = sorted(k for k in cfg if k not in IGNORED and not k.startswith("_"))
+    understood = IGNORED | TYPE_FIELDS.get(model_type, set())
+    unknown = sorted(k for k in cfg if k not in understood and not k.startswith("_"))
     if model_type not in KNOWN_TYPES:
         fields = f"; unmapped fields: {', '.join(unknown)}" if unknown else ""
         raise SpecError(
@@ -234,6 +249,10 @@ def config_to_dict(
         out.update(_llama4_model(cfg, source))
     elif model_type in GEMMA_TYPES:
         out.update(_gemma_model(cfg, source))
+    elif model_type == "glm4_moe":
+        out.update(_glm4_moe_model(cfg, source))
+    elif model_type == "qwen3_next":
+        out.update(_qwen3_next_model(cfg, source))
     else:
         out.update(_dense_model(cfg, source, model_type))
     window = cfg.get("max_position_embeddings")
@@ -391,21 +410,8 @@ def _moe_model(cfg: dict, source: str) -> dict:
     """Mixtral, Qwen-MoE and gpt-oss: routed experts, optionally a shared expert, dense-only
     layers and alternating sliding/full attention."""
     layers = _layers(cfg, source)
-    experts = _int(cfg, "num_local_experts", source, None) or _int(cfg, "num_experts", source)
-    ffn = {
-        "d_ff": _int(cfg, "moe_intermediate_size", source, None)
-        or _int(cfg, "intermediate_size", source),
-        "activation": MLP,
-        "experts": experts,
-        "active_experts": _int(cfg, "num_experts_per_tok", source, None)
-        or _int(cfg, "experts_per_token", source),
-    }
-    if cfg.get("shared_expert_intermediate_size"):
-        ffn["shared_experts"] = 1
-        ffn["shared_d_ff"] = _int(cfg, "shared_expert_intermediate_size", source)
-    sparse_step = _int(cfg, "decoder_sparse_step", source, 1)
-    dense_only = _layer_indices(cfg, "mlp_only_layers", source, layers)
-    moe_layers = [i for i in range(layers) if i not in dense_only and (i + 1) % sparse_step == 0]
+    ffn = _routed_ffn(cfg, source)
+    moe_layers = _moe_layer_indices(cfg, source, layers)
     kinds = _layer_kinds(cfg, source, layers)
     window = cfg.get("sliding_window")
     out: dict[str, Any] = {"attention": _gqa_attention(cfg, source)}
@@ -430,6 +436,129 @@ def _moe_model(cfg: dict, source: str) -> dict:
             {"name": "dense", "layers": layers - len(moe_layers), "ffn": dense},
             {"name": "moe", "layers": len(moe_layers), "ffn": ffn},
         ]
+    return out
+
+
+def _routed_ffn(cfg: dict, source: str) -> dict:
+    """The MoE block of Mixtral, Qwen-MoE, gpt-oss and Qwen3-Next: routed experts and, where
+    ``shared_expert_intermediate_size`` is given, one shared expert of that width."""
+    experts = _int(cfg, "num_local_experts", source, None) or _int(cfg, "num_experts", source)
+    ffn = {
+        "d_ff": _int(cfg, "moe_intermediate_size", source, None)
+        or _int(cfg, "intermediate_size", source),
+        "activation": MLP,
+        "experts": experts,
+        "active_experts": _int(cfg, "num_experts_per_tok", source, None)
+        or _int(cfg, "experts_per_token", source),
+    }
+    if cfg.get("shared_expert_intermediate_size"):
+        ffn["shared_experts"] = 1
+        ffn["shared_d_ff"] = _int(cfg, "shared_expert_intermediate_size", source)
+    return ffn
+
+
+def _moe_layer_indices(cfg: dict, source: str, layers: int) -> list[int]:
+    """The layers with routed experts: every ``decoder_sparse_step``-th, less ``mlp_only_layers``."""
+    sparse_step = _int(cfg, "decoder_sparse_step", source, 1)
+    dense_only = _layer_indices(cfg, "mlp_only_layers", source, layers)
+    return [i for i in range(layers) if i not in dense_only and (i + 1) % sparse_step == 0]
+
+
+def _glm4_moe_model(cfg: dict, source: str) -> dict:
+    """GLM-4.5/4.6 (and -Air): GQA attention (its ``head_dim`` wider than hidden/heads; QKV
+    bias, QK-norm and partial RoPE do not change the cost), then the DeepSeek-V3 layout: the
+    first ``first_k_dense_replace`` layers dense, the rest ``n_routed_experts`` routed and
+    ``n_shared_experts`` shared experts of ``moe_intermediate_size`` (transformers'
+    ``Glm4MoeMoE``: one shared block that many times as wide), group-limited routing and the
+    MTP layer (``num_nextn_predict_layers``)."""
+    width = _int(cfg, "moe_intermediate_size", source)
+    moe = {
+        "d_ff": width,
+        "activation": MLP,
+        "experts": _int(cfg, "n_routed_experts", source),
+        "active_experts": _int(cfg, "num_experts_per_tok", source),
+    }
+    shared = _int(cfg, "n_shared_experts", source, 0, minimum=0)
+    if shared:
+        moe.update(shared_experts=shared, shared_d_ff=width)
+    moe.update(_group_limited_routing(cfg, source))
+    layers = _layers(cfg, source)
+    return {"attention": _gqa_attention(cfg, source), **_dense_then_moe(cfg, source, layers, moe)}
+
+
+#: The token mixers a Qwen3-Next config's ``layer_types`` may name, one per layer.
+HYBRID_KINDS = ("linear_attention", "full_attention")
+
+
+def _hybrid_kinds(cfg: dict, source: str, layers: int) -> list[str]:
+    """Each layer's mixer (``HYBRID_KINDS``): ``layer_types``, else full attention on every
+    ``full_attention_interval``-th layer (transformers' default 4); a list of another length
+    or with other entries is the config's error."""
+    kinds = cfg.get("layer_types")
+    if kinds is None or kinds == []:
+        interval = _int(cfg, "full_attention_interval", source, 4)
+        kinds = [HYBRID_KINDS[(i + 1) % interval == 0] for i in range(layers)]
+    elif not isinstance(kinds, list) or any(k not in HYBRID_KINDS for k in kinds):
+        raise SpecError(
+            source,
+            "layer_types",
+            f"expected a list of {' or '.join(HYBRID_KINDS)}, got {short(kinds)}",
+            "give one entry per layer",
+        )
+    elif len(kinds) != layers:
+        raise SpecError(
+            source,
+            "layer_types",
+            f"has {len(kinds)} entries for {layers} layers (num_hidden_layers)",
+            "give one entry per layer",
+        )
+    return kinds
+
+
+def _qwen3_next_model(cfg: dict, source: str) -> dict:
+    """Qwen3-Next: Gated DeltaNet layers (``linear_*``: a fixed state, no KV cache, §C2) with a
+    gated full-attention layer every ``full_attention_interval``-th (transformers'
+    ``Qwen3NextConfig`` default 4; or ``layer_types``), its query projection also emitting
+    the output gate; routed experts plus a shared one in every layer but ``mlp_only_layers``.
+    The MTP module is imported where the config states ``num_nextn_predict_layers``."""
+    layers = _layers(cfg, source)
+    kinds = _hybrid_kinds(cfg, source, layers)
+    mixer = {
+        "kind": "gated_deltanet",
+        "key_heads": _int(cfg, "linear_num_key_heads", source),
+        "value_heads": _int(cfg, "linear_num_value_heads", source),
+        "key_head_dim": _int(cfg, "linear_key_head_dim", source),
+        "value_head_dim": _int(cfg, "linear_value_head_dim", source),
+        "conv_kernel": _int(cfg, "linear_conv_kernel_dim", source),
+    }
+    moe_layers = set(_moe_layer_indices(cfg, source, layers))
+    routed = _routed_ffn(cfg, source)
+    dense = {"d_ff": _int(cfg, "intermediate_size", source), "activation": MLP}
+    counts: dict[tuple[str, bool], int] = {}
+    for i, kind in enumerate(kinds):
+        counts[(kind, i in moe_layers)] = counts.get((kind, i in moe_layers), 0) + 1
+    mixed = len({is_moe for _, is_moe in counts}) > 1
+    groups = []
+    for (kind, is_moe), n in sorted(
+        counts.items(), key=lambda kv: (kv[0][0] != HYBRID_KINDS[0], not kv[0][1])
+    ):
+        name = "linear" if kind == HYBRID_KINDS[0] else "full"
+        group: dict[str, Any] = {
+            "name": f"{name}-{'moe' if is_moe else 'dense'}" if mixed else name,
+            "layers": n,
+        }
+        if kind == HYBRID_KINDS[0]:
+            group["mixer"] = mixer
+        group["ffn"] = routed if is_moe else dense
+        groups.append(group)
+    out: dict[str, Any] = {
+        "attention": {**_gqa_attention(cfg, source), "output_gate": True},
+        "layer_groups": groups,
+    }
+    modules = _int(cfg, "num_nextn_predict_layers", source, 0, minimum=0)
+    full = [g["name"] for g in groups if "mixer" not in g]
+    if modules and full:  # a gated-attention MoE layer, as vLLM's Qwen3NextMTP builds it
+        out["mtp"] = {"modules": modules, "layer_group": full[0]}
     return out
 
 
