@@ -633,3 +633,64 @@ def test_qwen3_next_fields_are_not_read_for_another_architecture(tmp_path):
     path.write_text(json.dumps({**LLAMA_8B, "linear_num_key_heads": 16}))
     with pytest.raises(ie.SpecError, match="linear_num_key_heads"):
         import_config(path)
+
+
+# Qwen/Qwen2.5-72B-Instruct-AWQ config.json (Hugging Face Hub, Qwen licence), its
+# architectural and quantization fields as published. Card: 72.7B parameters, 70.0B
+# non-embedding.
+QWEN25_72B_AWQ = {
+    "architectures": ["Qwen2ForCausalLM"],
+    "model_type": "qwen2",
+    "hidden_size": 8192,
+    "intermediate_size": 29568,
+    "num_hidden_layers": 80,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "vocab_size": 152064,
+    "max_position_embeddings": 32768,
+    "tie_word_embeddings": False,
+    "torch_dtype": "float16",
+    "quantization_config": {
+        "bits": 4,
+        "group_size": 128,
+        "modules_to_not_convert": None,
+        "quant_method": "awq",
+        "version": "gemm",
+        "zero_point": True,
+    },
+}
+
+
+def test_awq_and_gptq_keep_the_embeddings_and_head_in_16_bits(tmp_path):
+    """AWQ and GPTQ quantise the layers' linear weights only; the 2.49B weights of Qwen2.5-72B's
+    embedding table and output head had been counted at 4 bits (1.25 GB where the checkpoint
+    holds 4.98 GB) and the head read at 4 bits each step. They import as 16-bit tables:
+    weights 40.09 GB under the paper's bytes (70.21B x 0.5 + 2.49B x 2), not 36.35."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(QWEN25_72B_AWQ))
+    arch, text = import_config(path)
+    assert arch.precision.weight_bits == 4 and arch.precision.embedding_bits == 16
+    assert "embedding_bits: 16" in text and arch.precision.label() == "w4a16/gemm-a16/emb16"
+    work = compile_workload(arch, ie.preset("paper"))
+    assert work.total_params == pytest.approx(72.7e9, rel=1e-3)
+    assert work.embedding_params == 2 * 152064 * 8192
+    layers = work.total_params - work.embedding_params
+    assert layers == pytest.approx(70.0e9, rel=5e-3)  # the card's non-embedding count
+    assert work.weights_total_bytes == pytest.approx(layers * 0.5 + work.embedding_params * 2)
+    assert work.weights_total_bytes / 1e9 == pytest.approx(40.09, abs=0.01)
+    assert work.unembedding_bytes == 152064 * 8192 * 2
+    out = tmp_path / "awq.yaml"
+    out.write_text(text)
+    assert ie.load_model(out).precision == arch.precision
+    gptq = {"quant_method": "gptq", "bits": 4, "group_size": 128, "lm_head": False}
+    path.write_text(json.dumps({**QWEN25_72B_AWQ, "quantization_config": gptq}))
+    assert import_config(path)[0].precision.embedding_bits == 16
+    path.write_text(
+        json.dumps({**QWEN25_72B_AWQ, "quantization_config": {**gptq, "lm_head": True}})
+    )
+    result = CliRunner().invoke(main, ["import-hf", str(path)])
+    assert result.exit_code == 2 and result.output.count("\n") == 1
+    assert "quantization_config.lm_head" in result.output
+    fp8 = {"quant_method": "fp8", "activation_scheme": "dynamic"}  # as the shipped FP8 files
+    path.write_text(json.dumps({**QWEN25_72B_AWQ, "quantization_config": fp8}))
+    assert import_config(path)[0].precision.embedding_bits is None

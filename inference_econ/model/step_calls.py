@@ -18,7 +18,7 @@ from .collectives import ALLTOALL, EXPERT_ALLTOALL, CollectiveCost, counted
 from .machine import Machine, mx_gemm_bits
 from .overlap import overlapped_s, runs_deepep
 from .values import Floats, add_into
-from .workload import Workload
+from .workload import Workload, embedding_weight_bytes
 
 #: The names of a step's reductions (their operations in model/operations.py): with 1-D
 #: tensor parallelism one all-reduce of the block's output; with 2-D, the feed-forward's inner
@@ -310,11 +310,11 @@ class StepCalls:
         """Bytes of ``params`` weights of the embedding table or output head held (or read)
         beyond what the weights count where each of ``adiv`` attention replicas holds its own
         copy at 16 bits (``vocabulary_with_attention``, §F8): ``adiv`` such copies for the one
-        the weights count at the dense format; 0 otherwise, or with one replica."""
+        the weights count at the tables' format; 0 otherwise, or with one replica."""
         if not self.vocabulary_with_attention:
             return 0.0
         a = np.asarray(adiv, dtype=float)
-        copies = a * VOCABULARY_BYTES_PER_WEIGHT - self.work.dense_weight_bytes
+        copies = a * VOCABULARY_BYTES_PER_WEIGHT - embedding_weight_bytes(self.work)
         out = np.where(a > 1.0, params * copies, 0.0)
         return float(out) if out.ndim == 0 else out
 

@@ -163,6 +163,9 @@ class Workload:
     #: tables' block-scaled FP8 GEMMs and fused MoE price them (§F13).
     weight_block_scaled: bool = False
 
+    #: Bytes per weight of the embedding table and output head (``Precision.embedding_bits``).
+    embedding_bytes_per_weight: float | None = None
+
     @property
     def dense_weight_bytes(self) -> float:
         """Bytes per weight outside the routed experts."""
@@ -237,14 +240,13 @@ class Workload:
     @property
     def weights_total_bytes(self) -> float:
         """Bytes of the weights that must be resident (shared embeddings left out, §C3): the
-        routed experts and their redundant copies in their format, the rest in theirs (§B5)."""
+        routed experts and their copies, the embedding tables and the rest in theirs (§B5)."""
         resident = self.total_params - self.shared_embedding_params
-        copies = self.redundant_expert_params * self.bytes_per_weight
+        copies = self.redundant_expert_params * self.bytes_per_weight + embedding_format_bytes(self)
         if self.dense_bytes_per_weight is None:
             return resident * self.bytes_per_weight + copies
-        experts = self.routed_expert_params
-        dense = (resident - experts) * self.dense_weight_bytes
-        return experts * self.bytes_per_weight + dense + copies
+        experts, dense = self.routed_expert_params, self.dense_weight_bytes
+        return experts * self.bytes_per_weight + (resident - experts) * dense + copies
 
     @property
     def kv_bytes_per_token(self) -> float:
@@ -474,7 +476,7 @@ class Workload:
 
     @property
     def unembedding_bytes(self) -> float:
-        return self.vocab_size * self.d_model * self.dense_weight_bytes
+        return self.vocab_size * self.d_model * embedding_weight_bytes(self)
 
     @property
     def output_weight_bytes(self) -> float:
@@ -483,6 +485,20 @@ class Workload:
         if not self.extra_matrices:
             return self.unembedding_bytes
         return self.unembedding_bytes + self.extra_params * self.dense_weight_bytes
+
+
+def embedding_weight_bytes(w: Workload) -> float:
+    """Bytes per weight of the embedding table and output head: their own format where the
+    checkpoint keeps one (AWQ, GPTQ: 16 bits), else the dense weights'."""
+    e = w.embedding_bytes_per_weight
+    return w.dense_weight_bytes if e is None else e
+
+
+def embedding_format_bytes(w: Workload) -> float:
+    """Bytes the resident embedding table and output head take beyond the dense weights'
+    width (0 unless ``embedding_bytes_per_weight`` is set)."""
+    tables = w.embedding_params - w.shared_embedding_params
+    return tables * (embedding_weight_bytes(w) - w.dense_weight_bytes)
 
 
 MLA_DECODES = get_args(MlaDecode)
@@ -631,6 +647,8 @@ def compile_workload(arch: Architecture, assumptions: Assumptions) -> Workload:
         wb = formats.pop("bytes_per_weight")
     elif p.dense_weight_bits is not None:  # the checkpoint's bytes in every preset
         formats = {"dense_bytes_per_weight": p.dense_weight_bits / 8.0}
+    if p.embedding_bits is not None:  # the checkpoint's bytes in every preset
+        formats["embedding_bytes_per_weight"] = p.embedding_bits / 8.0
     params, matrices, heads_words, kv_layer, ctx_flop = _attention_shape(arch, assumptions, kvb)
     kv_bits = kvb * 8.0
     groups = tuple(_group_work(g, assumptions, arch.d_model, kv_bits) for g in arch.layer_groups)

@@ -69,6 +69,7 @@ BOUNDS = {
     "kv_cache_bits": dict(minimum=1, maximum=32, unit="bits"),
     "gemm_activation_bits": dict(minimum=1, maximum=32, unit="bits"),
     "dense_weight_bits": dict(minimum=1, maximum=32, unit="bits"),
+    "embedding_bits": dict(minimum=1, maximum=32, unit="bits"),
     "expert_groups": _whole(1, 2**16),
     "groups_per_token": _whole(0, 2**16),
     "total": dict(minimum=0, exclusive_minimum=True, maximum=1e16, unit="parameters"),
@@ -115,6 +116,10 @@ class Precision:
     #: one scale per tensor (ModelOpt's FP8) or not 8-bit. Cleared by ``with_precision`` when
     #: the weights' bits change (another checkpoint).
     weight_block_scaled: bool = False
+    #: Bits of the embedding table and output head where the checkpoint keeps them in another
+    #: format than the weights around them (AWQ and GPTQ: 16, beside 4-bit layers). None: the
+    #: dense weights' bits.
+    embedding_bits: float | None = None
 
     def __post_init__(self) -> None:
         names = (
@@ -123,6 +128,7 @@ class Precision:
             "kv_cache_bits",
             "gemm_activation_bits",
             "dense_weight_bits",
+            "embedding_bits",
         )
         _check_fields(self, names, "precision")
         if not isinstance(self.weight_block_scaled, bool):
@@ -158,7 +164,8 @@ class Precision:
         gemm = "" if self.gemm_activation_bits is None else f"/gemm-a{self.gemm_activation_bits:g}"
         dense = "" if self.dense_weight_bits is None else f"/dense-w{self.dense_weight_bits:g}"
         block = "/block-scaled" if self.weight_block_scaled else ""
-        return f"w{self.weight_bits:g}a{self.activation_bits:g}{kv}{gemm}{dense}{block}"
+        emb = "" if self.embedding_bits is None else f"/emb{self.embedding_bits:g}"
+        return f"w{self.weight_bits:g}a{self.activation_bits:g}{kv}{gemm}{dense}{block}{emb}"
 
 
 @dataclass(frozen=True)
@@ -383,6 +390,7 @@ class Architecture:
             p.gemm_activation_bits if gemm_activation_bits is None else gemm_activation_bits,
             p.dense_weight_bits,
             p.weight_block_scaled and bits == p.weight_bits,
+            p.embedding_bits,
         )
         return dataclasses.replace(self, precision=new, checkpoint_weight_bits=self.checkpoint_bits)
 
@@ -613,6 +621,7 @@ def _precision(r: Reader | None) -> Precision:
         ),
         dense_weight_bits=r.number("dense_weight_bits", None, **BOUNDS["dense_weight_bits"]),
         weight_block_scaled=r.boolean("weight_block_scaled", False),
+        embedding_bits=r.number("embedding_bits", None, **BOUNDS["embedding_bits"]),
     )
     r.finish()
     try:

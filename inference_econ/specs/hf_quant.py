@@ -8,6 +8,10 @@ from .schema import check_number
 
 #: Weight-only formats: 4- or 8-bit weights dequantized into 16-bit GEMMs (W4A16, W8A16).
 WEIGHT_ONLY = ("awq", "gptq", "aqlm", "hqq", "bitsandbytes", "eetq", "gptq_marlin", "awq_marlin")
+#: Formats that quantise the layers' linear weights only: the embedding table and output head
+#: stay in the checkpoint's 16 bits (AutoAWQ and GPTQ leave ``embed_tokens`` and ``lm_head``
+#: out; a 72B AWQ checkpoint holds 2.5B such weights, 5 GB at 16 bits, 1.2 GB had they been 4).
+KEEPS_EMBEDDINGS = ("awq", "gptq", "awq_marlin", "gptq_marlin")
 #: Config keys of a MoE layer's routed expert count, by family.
 EXPERT_COUNT_KEYS = ("num_local_experts", "n_routed_experts", "num_experts")
 #: quant_method -> weight bits for formats whose width is fixed (MXFP4: 4-bit elements and an
@@ -46,6 +50,8 @@ def precision_of(cfg: dict, quant: dict | None, source: str) -> dict:
             out["weight_block_scaled"] = True  # read by the engines' block-scaled FP8 kernels
         if method in WEIGHT_ONLY or (method == "compressed-tensors" and not _acts_quantized(qc)):
             out["gemm_activation_bits"] = 16
+        if method in KEEPS_EMBEDDINGS and out["weight_bits"] < 16:
+            out["embedding_bits"] = _embedding_bits(qc, source)
         elif method == "mxfp4":  # MXFP8 activations into the MX GEMMs, as the gpt-oss files
             out["gemm_activation_bits"] = 8
         if method == "modelopt" and qc.get("kv_cache_quant_algo"):
@@ -155,3 +161,18 @@ def _expert_count(cfg: dict, key: str, source: str) -> int:
     if cfg.get(key) is None:
         return 0
     return int(check_number(cfg[key], source, key, minimum=0, integer=True))
+
+
+def _embedding_bits(qc: dict, source: str) -> int:
+    """16: AWQ and GPTQ keep the embedding table and output head unquantised. GPTQ's
+    ``"lm_head": true`` quantises the head beside a 16-bit table, two formats the model's one
+    ``embedding_bits`` cannot hold, so it is refused rather than priced either way."""
+    if qc.get("lm_head") is True:
+        raise SpecError(
+            source,
+            "quantization_config.lm_head",
+            "is true: a quantised output head beside a 16-bit embedding table is not modelled",
+            "write the model YAML by hand (precision.embedding_bits: 16 prices both tables at "
+            "16 bits, the safe side for memory)",
+        )
+    return 16
