@@ -346,3 +346,16 @@ def test_each_attention_rank_schedules_its_own_share_of_the_sequences():
     share = prof.step_overhead_s + prof.sequence_overhead_s * 2048 / 8
     assert row["host_s"] == pytest.approx(share, rel=1e-9)
     assert row["host_s"] == pytest.approx(0.0026866, rel=1e-4)
+
+
+def test_a_step_table_holds_a_token_a_rank_where_the_ranks_outnumber_the_budget():
+    """Each attention rank takes at least one prompt token a step (``Ranks``: its share of the
+    budget, at least 1), so 65,536 ranks under an 8,192-token budget look up 65,536 tokens
+    beside the batch: the table must reach them (SGLang's Qwen3-30B-A3B on 65,536 H100 had
+    ended in an IndexError)."""
+    from inference_econ.load.engine import table_tokens
+
+    config = EngineConfig(rank_scheduling=True, step_token_budget=8192, max_batch_requests=1024)
+    assert table_tokens(config, EngineLayout(65536, 1, 65536.0, False)) == 65536 + 1024
+    assert table_tokens(config, EngineLayout(8, 1, 8.0, False)) == 8192 + 1024
+    assert table_tokens(config, EngineLayout(8, 1, 1.0, False)) == 8192

@@ -768,9 +768,9 @@ def test_a_point_plans_figures_are_what_compare_measured_predicts_of_its_benchma
 
 
 def test_a_plan_with_attention_over_part_of_its_tensor_group_is_read_back_as_planned(tmp_path):
-    """SGLang's --dp-size below --tp (DeepSeek-V3 on 8 H200 at batch 64 over DeepEP: two
-    attention ranks of TP4, its experts split EP8 from a micro-batch of 64): the result file
-    names the ranks ("TP8 (EP8, DP2 attn-DP)") and the exchange ("moe_a2a_backend deepep"),
+    """SGLang's --dp-size below --tp (DeepSeek-V3 on 8 H200 at batch 64 over DeepEP: four
+    attention ranks of TP2, its experts split EP8 from a micro-batch of 64): the result file
+    names the ranks ("TP8 (EP8, DP4 attn-DP)") and the exchange ("moe_a2a_backend deepep"),
     and compare-measured replays that layout, not attention on eight ranks of TP1 (which
     would be 4 % off the plan's own throughput at 1,000/300 tokens)."""
     from inference_econ.measured.comparison import compare
@@ -778,18 +778,18 @@ def test_a_plan_with_attention_over_part_of_its_tensor_group_is_read_back_as_pla
     plan = api.export("DeepSeek-V3", "H200", weight_bits=8, engine="sglang", gpus=8, batch=64,
                       prompt_tokens=1000, output_tokens=100, deepep=True)  # fmt: skip
     (w,) = plan.workers
-    assert (w.tensor, w.attention_dp, w.expert) == (8, 2, 8)
+    assert (w.tensor, w.attention_dp, w.expert) == (8, 4, 8)
     # one copy on one node: nothing to place elsewhere (every SGLang plan had said so)
     assert "host names are localhost" not in bundle.render(plan)["launch.sh"]
     meta = bc.metadata(plan)  # what the benchmark records in its result file
-    assert meta["ie_parallelism"] == "TP8 (EP8, DP2 attn-DP)"
+    assert meta["ie_parallelism"] == "TP8 (EP8, DP4 attn-DP)"
     assert meta["ie_stated"] == "moe_a2a_backend deepep"
     run = measured_as_planned(plan, "deepseek-ai/DeepSeek-V3", meta)
     path = tmp_path / "sglang-bench.json"
     path.write_text(json.dumps(run))
     t = compare(path, "achievable", engine="sglang").table
     t = t[~t.metric.isin(E2E)]  # (out of scope in a closed loop)
-    assert set(t.layout) == {"TP8 EP8 DP2 attn-DP"} and list(t.status) == ["ok"] * len(t)
+    assert set(t.layout) == {"TP8 EP8 DP4 attn-DP"} and list(t.status) == ["ok"] * len(t)
     # the same engine model on both sides, the replay running the result's own 640 requests;
     # the result names its KV cache's format, 16-bit here ("FP8" alone had read as an FP8
     # cache, 2-4 % off)
@@ -853,8 +853,8 @@ def test_an_export_launches_the_expert_degree_its_point_was_priced_with(tmp_path
     """Qwen3-235B-A22B on 24 H200 (FP8 weights) at batch 508, 1,000 / 200 tokens: TP12 PP2 with
     six attention ranks, its 128 experts priced EP4 (gcd of 12 and 128) once batches are
     large. SGLang 0.5.3 takes --ep-size 4 of --tp-size 12 (moe_tp_size 3) and TensorRT-LLM
-    --ep_size likewise: the export launches EP4 and prices it ($1.04 per million output
-    tokens beside the point's own $1.03, the replay drawing its own requests). plan.json and the benchmark's metadata state EP4, read back by the measured-row
+    --ep_size likewise: the export launches EP4 and prices it ($0.99 per million output
+    tokens beside the point's own $0.98, the replay drawing its own requests). plan.json and the benchmark's metadata state EP4, read back by the measured-row
     parser as EP4 (a layout without it would read as splitting the experts by the batch)."""
     from inference_econ.measured.layouts import layout_of
     from inference_econ.serving.requests import request
@@ -864,9 +864,9 @@ def test_an_export_launches_the_expert_degree_its_point_was_priced_with(tmp_path
                       checkpoint="./q8")  # fmt: skip
     (w,) = plan.workers
     assert (w.gpus, w.pipeline, w.tensor, w.attention_dp, w.expert) == (24, 2, 12, 6, 4)
-    assert plan.expected["usd_per_m_output_tokens"] == pytest.approx(1.045, rel=0.01)
+    assert plan.expected["usd_per_m_output_tokens"] == pytest.approx(0.991, rel=0.01)
     point = request(plan.setting, 24, w.batch, 1000, 200, discrete=True)
-    assert point["usd_per_m_output_tokens"] == pytest.approx(1.031, rel=0.01)
+    assert point["usd_per_m_output_tokens"] == pytest.approx(0.977, rel=0.01)
     files = bundle.render(plan)
     assert (
         "--tp-size 12 --pp-size 2 --enable-dp-attention --dp-size 6 --ep-size 4"
@@ -1155,8 +1155,9 @@ def test_a_point_launches_its_experts_as_its_decode_steps_are_priced():
     128 experts tensor-split (EP4 only from a micro-batch of 64), so the export launches no
     expert parallelism (it had launched --enable-expert-parallel and priced EP4 at every batch:
     TPOT 9.52 ms beside the point's 6.31); its expected TPOT is the point's. At batch 256 it
-    splits them EP4 with the attention tensor-parallel: under attention DP vLLM's default
-    backend would gather every rank's tokens to every rank (§F7). A plan that needs
+    splits them EP4 under four data-parallel attention ranks, each scheduling its own 64
+    requests (§F5), though vLLM's default backend gathers every rank's tokens to every rank
+    (§F7). A plan that needs
     expert parallelism (redundant experts) keeps EP at a small batch, and says its figures are
     EP's."""
     from inference_econ.serving.requests import request
@@ -1171,7 +1172,7 @@ def test_a_point_launches_its_experts_as_its_decode_steps_are_priced():
     assert small.expected["tpot_s"] == pytest.approx(point["decode_latency_s"], rel=1e-3)
     assert small.expected["tpot_s"] == pytest.approx(0.00631, rel=2e-3)
     (w,) = api.export("gpt-oss-120b", "H100", batch=256, **kw).workers
-    assert (w.attention_dp, w.expert) == (1, 4)
+    assert (w.attention_dp, w.expert) == (4, 4)
     kept = api.export("DeepSeek-V3", "H200", weight_bits=8, engine="sglang", gpus=8, batch=32,
                       prompt_tokens=1000, output_tokens=100, redundant_experts=32)  # fmt: skip
     assert kept.workers[0].expert == 8

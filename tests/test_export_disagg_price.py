@@ -34,7 +34,7 @@ def test_disagg_export_prices_every_launched_gpu(deepseek_pools):
     assert tokens_per_s == pytest.approx(1024 / plan.expected["tpot_s"])
     priced = usd_per_hour / (tokens_per_s * 3600) * 1e6
     assert plan.expected["usd_per_m_output_tokens"] == pytest.approx(priced, rel=1e-9)
-    assert plan.expected["usd_per_m_output_tokens"] == pytest.approx(1.242, abs=0.001)
+    assert plan.expected["usd_per_m_output_tokens"] == pytest.approx(1.049, abs=0.001)
 
 
 def test_disagg_export_price_interval_holds_the_price(deepseek_pools):

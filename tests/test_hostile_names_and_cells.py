@@ -206,20 +206,33 @@ def test_compare_measured_reports_its_progress_on_rows_under_load():
 
 def test_an_instance_whose_step_table_would_exhaust_memory_is_refused_up_front():
     """``simulate --gpus 65536`` of an 8B model ran out of memory with no output (its 8,192
-    attention ranks each with the engine's limits, the weights fitting on fewer GPUs so that
-    no stage pipelines: a step table of 84 M entries); now one line with the size and what to
-    lower, before any work."""
+    attention ranks each with the engine's limits: a step table of 84 M entries). No engine
+    runs it (its 32 query heads do not split over so many GPUs): one line, before any work.
+    A table over ``MAX_STEP_ENTRIES`` is refused with its size and what to lower, before it
+    is built."""
     import time
 
-    from inference_econ.load.engine import MAX_STEP_ENTRIES
+    from inference_econ.errors import SpecError
+    from inference_econ.load import engine
+    from inference_econ.model.mixed_step import EngineLayout
+    from inference_econ.serving.setting import make_setting
 
-    assert MAX_STEP_ENTRIES == 1 << 22
+    assert engine.MAX_STEP_ENTRIES == 1 << 22
     args = ["simulate", "Llama 3.1 8B", "-H", "H100", "--rate", "4", "--requests", "200"]
     args += ["--prompt-tokens", "1000", "--output-tokens", "200", "-q"]
     start = time.process_time()
     r = CliRunner().invoke(main, [*args, "--gpus", "65536"])
     assert time.process_time() - start < STUCK_CPU_S  # refused before any work, not stuck
-    _one_error_line(r, "--gpus", "83,886,081 entries", "4,194,304", "smaller instances")
+    assert r.exit_code == 1 and r.output.count("\n") == 1, r.output
+    assert r.output.startswith("error: no whole layout of 65536 GPUs splits Llama 3.1 8B")
+    setting = make_setting("Llama 3.1 8B", "H100", assumptions="achievable")
+    layout = EngineLayout(65536, 1, 8192.0, False)
+    search = engine.layout_search(setting, 8)
+    with pytest.raises(SpecError) as err:
+        engine._check_table(setting, 65536, layout, search.model, 83_886_080)
+    text = str(err.value)
+    assert "83,886,081 entries" in text and "4,194,304" in text, text
+    assert "smaller instances" in text and err.value.field == "gpus"
 
 
 def test_a_demand_row_that_cannot_be_read_mid_day_is_named_as_the_cause(tmp_path):

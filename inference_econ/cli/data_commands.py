@@ -283,9 +283,7 @@ def calibrate(csv, engine, split, no_holdout, hardware, gpus, precision, model, 
         }
         for k, (v, e) in result.micro
     ]
-    n_sources, n_rows = len(result.sources), result.rows
-    counts = f"{n_rows} {plural(n_rows, 'row')}, {n_sources} {plural(n_sources, 'source')}"
-    title = f"{result.engine}: {counts} ({result.seconds:.0f} s)"
+    title = _calibration_title(result)
     meta = {"measured_rows": display_path(csv), "engine": engine, "split": split}
     held = None
     if result.by_source:
@@ -316,6 +314,14 @@ def calibrate(csv, engine, split, no_holdout, hardware, gpus, precision, model, 
         )
     if out:
         emit(calibrated_yaml(result, engine, name), out)
+
+
+def _calibration_title(result) -> str:
+    """The fit's engine, rows, sources ("1 source") and seconds."""
+    n = len(result.sources)
+    return (
+        f"{result.engine}: {result.rows} rows, {n} {plural(n, 'source')} ({result.seconds:.0f} s)"
+    )
 
 
 def _calibration_errors(e, split: str) -> str:

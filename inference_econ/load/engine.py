@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import InfeasibleError, SpecError, short
 from ..model.latency import StepModel, experts_placement, model_inputs, prefill_step_model
+from ..model.layouts import uneven_reason
 from ..model.mixed_step import (
     EngineLayout,
     StepTable,
@@ -537,19 +538,15 @@ def layout_search(setting: Setting, gpus: int) -> LayoutSearch:
     if companion is not None and copies:  # each cached token also holds the draft's cache (§E8)
         layers = sum(g.layers for g in work.groups)
         per_position += copies * companion.kv_bytes_per_token / layers
-    return LayoutSearch(
-        setting,
-        gpus,
-        model,
-        prefill_step_model(setting.model, setting.gpu, a, True).work,
-        tuple(
-            candidate_layouts(
-                work, gpus, setting.pipeline, model.features, model.assumptions.kv_replication
-            )
-        ),
-        free / per_position,
-        per_position,
-    )
+    copies_kv = model.assumptions.kv_replication
+    layouts = tuple(candidate_layouts(work, gpus, setting.pipeline, model.features, copies_kv))
+    if not layouts:
+        raise InfeasibleError(
+            uneven_reason(model, setting.model.name, gpus, setting.pipeline, False)
+            or f"no layout of {gpus} GPUs that the engine launches splits {setting.model.name}"
+        )
+    prefill = prefill_step_model(setting.model, setting.gpu, a, True).work
+    return LayoutSearch(setting, gpus, model, prefill, layouts, free / per_position, per_position)
 
 
 #: The most entries of an instance's step table (one per token count a step may charge:
@@ -616,9 +613,11 @@ def table_tokens(config: EngineConfig, layout: EngineLayout) -> int:
     """The most tokens a step of an instance under ``config`` (on its layout) looks up: its
     step table's size. A data-parallel attention layout's step is looked up at its decoding
     requests plus the ranks times its busiest rank's prompt tokens (``simulate``): at most the
-    batch plus the token budget."""
+    batch plus the token budget, or plus one token a rank where the ranks outnumber the budget's
+    tokens (each rank takes at least one, ``attention_dp.Ranks``)."""
     if config.rank_scheduling and layout.attention_divisor > 1:
-        return config.step_token_budget + config.max_batch_requests
+        ranks = int(round(layout.attention_divisor))
+        return max(config.step_token_budget, ranks) + config.max_batch_requests
     return max(config.step_token_budget, config.max_batch_requests)
 
 

@@ -333,15 +333,12 @@ class StepTable:
         one = work.replace(
             sequences=1.0 / p, kv_request_read_s=work.kv_request_read_s / np.maximum(T, 1.0)
         )
-        per = combine(
-            one.replace(logits_read_s=one.logits_read_s / np.maximum(T, 1.0)),
-            prof,
-            host_floor=False,
-        )
+        one = one.replace(logits_read_s=one.logits_read_s / np.maximum(T, 1.0))
+        per = combine(one, prof, host_floor=False)
+        ranks = model.engine.attention_replicas(adiv)  # each schedules its share (§F5)
+        host = host_overhead_s(prof, 1.0 / p, ranks) - host_overhead_s(prof, 0.0)
         scale = prof.step_time_scale
-        ranks = model.engine.attention_replicas(adiv)  # each rank schedules its own share
-        host_per_sequence = host_overhead_s(prof, 1.0 / p, ranks) - host_overhead_s(prof, 0.0)
-        self.sequence_s = float(scale * host_per_sequence) + float(
+        self.sequence_s = float(scale * host) + float(
             np.asarray(per.elementwise_s - alone.elementwise_s)[1]
         )
         self.request_s = float(np.asarray(per.kv_s)[1])
