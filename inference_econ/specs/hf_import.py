@@ -313,11 +313,17 @@ def _layer_kinds(cfg: dict, source: str, layers: int) -> list[str]:
     kinds = cfg.get("layer_types")
     if kinds is None or kinds == []:
         return []
-    if not isinstance(kinds, list) or any(k not in LAYER_KINDS for k in kinds):
+    return _checked_kinds(kinds, LAYER_KINDS, source, layers)
+
+
+def _checked_kinds(kinds, allowed: tuple, source: str, layers: int) -> list[str]:
+    """``layer_types`` as given: a list of ``allowed`` kinds, one per layer, or the config's
+    error naming the field."""
+    if not isinstance(kinds, list) or any(k not in allowed for k in kinds):
         raise SpecError(
             source,
             "layer_types",
-            f"expected a list of {' or '.join(LAYER_KINDS)}, got {short(kinds)}",
+            f"expected a list of {' or '.join(allowed)}, got {short(kinds)}",
             "give one entry per layer",
         )
     if len(kinds) != layers:
@@ -464,6 +470,17 @@ def _moe_layer_indices(cfg: dict, source: str, layers: int) -> list[int]:
     return [i for i in range(layers) if i not in dense_only and (i + 1) % sparse_step == 0]
 
 
+def _routed(cfg: dict, source: str, width: int, experts_key: str) -> dict:
+    """A MoE layer's routed experts: ``experts_key`` of them of ``width``, each token taking
+    ``num_experts_per_tok``."""
+    return {
+        "d_ff": width,
+        "activation": MLP,
+        "experts": _int(cfg, experts_key, source),
+        "active_experts": _int(cfg, "num_experts_per_tok", source),
+    }
+
+
 def _glm4_moe_model(cfg: dict, source: str) -> dict:
     """GLM-4.5/4.6 (and -Air): GQA attention (its ``head_dim`` wider than hidden/heads; QKV
     bias, QK-norm and partial RoPE do not change the cost), then the DeepSeek-V3 layout: the
@@ -472,12 +489,7 @@ def _glm4_moe_model(cfg: dict, source: str) -> dict:
     ``Glm4MoeMoE``: one shared block that many times as wide), group-limited routing and the
     MTP layer (``num_nextn_predict_layers``)."""
     width = _int(cfg, "moe_intermediate_size", source)
-    moe = {
-        "d_ff": width,
-        "activation": MLP,
-        "experts": _int(cfg, "n_routed_experts", source),
-        "active_experts": _int(cfg, "num_experts_per_tok", source),
-    }
+    moe = _routed(cfg, source, width, "n_routed_experts")
     shared = _int(cfg, "n_shared_experts", source, 0, minimum=0)
     if shared:
         moe.update(shared_experts=shared, shared_d_ff=width)
@@ -497,22 +509,8 @@ def _hybrid_kinds(cfg: dict, source: str, layers: int) -> list[str]:
     kinds = cfg.get("layer_types")
     if kinds is None or kinds == []:
         interval = _int(cfg, "full_attention_interval", source, 4)
-        kinds = [HYBRID_KINDS[(i + 1) % interval == 0] for i in range(layers)]
-    elif not isinstance(kinds, list) or any(k not in HYBRID_KINDS for k in kinds):
-        raise SpecError(
-            source,
-            "layer_types",
-            f"expected a list of {' or '.join(HYBRID_KINDS)}, got {short(kinds)}",
-            "give one entry per layer",
-        )
-    elif len(kinds) != layers:
-        raise SpecError(
-            source,
-            "layer_types",
-            f"has {len(kinds)} entries for {layers} layers (num_hidden_layers)",
-            "give one entry per layer",
-        )
-    return kinds
+        return [HYBRID_KINDS[(i + 1) % interval == 0] for i in range(layers)]
+    return _checked_kinds(kinds, HYBRID_KINDS, source, layers)
 
 
 def _qwen3_next_model(cfg: dict, source: str) -> dict:
@@ -592,14 +590,8 @@ def _llama4_model(cfg: dict, source: str) -> dict:
     layers = _layers(cfg, source)
     step = _int(cfg, "interleave_moe_layer_step", source, 1)
     width = _int(cfg, "intermediate_size", source)
-    moe = {
-        "d_ff": width,
-        "activation": MLP,
-        "experts": _int(cfg, "num_local_experts", source),
-        "active_experts": _int(cfg, "num_experts_per_tok", source),
-        "shared_experts": 1,
-        "shared_d_ff": width,
-    }
+    moe = {**_routed(cfg, source, width, "num_local_experts"), "shared_experts": 1}
+    moe["shared_d_ff"] = width
     dense = {"d_ff": _int(cfg, "intermediate_size_mlp", source, width), "activation": MLP}
     rope = cfg.get("no_rope_layers") or [int((i + 1) % 4 != 0) for i in range(layers)]
     if not isinstance(rope, list) or len(rope) != layers:  # one entry a layer, as layer_types
