@@ -3,6 +3,7 @@ entries unless told), which an engine's prefix cache serves without prefilling t
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import io
 import json
@@ -158,3 +159,25 @@ def test_an_aiperf_run_of_synthetic_prompts_says_how_many_it_sent_again(tmp_path
         else:
             assert all(expected in r.status for r in read)
     assert math.isfinite(rows[0].value)
+
+
+def test_a_steady_run_prefills_each_prompt_whole_the_first_time_it_is_sent():
+    """aiperf's 60 synthetic prompts over its 60 requests: each is sent once, so an engine's
+    steady state prefills every prompt whole (199.95 tokens), while the bound takes the cache
+    warm (a warm-up leaves it so) and prefills only the last of each prompt's 16-token blocks
+    (199.95 - 12 x 16 = 7.95 tokens)."""
+    from types import SimpleNamespace
+
+    from inference_econ.measured.closed_forms import prefilled
+
+    row = load_measured(RESULTS / "aiperf-concurrency" / "profile_export_aiperf.json")[0]
+    assert (row.lengths.distinct_prompts, row.lengths.issued) == (60, 60)
+    caching = SimpleNamespace(prefix_caching=True)
+    engine = prefilled(row, SimpleNamespace(config=caching, profile="sglang"))
+    ideal = prefilled(row, SimpleNamespace(config=caching, profile=None))
+    assert engine.input_mean == pytest.approx(199.95)
+    assert engine.prefill_context == pytest.approx(row.lengths.prefill_context)
+    assert ideal.input_mean == pytest.approx(7.95) and ideal.prefill_context > 190.0
+    twice = dataclasses.replace(row, lengths=dataclasses.replace(row.lengths, issued=120))
+    half = prefilled(twice, SimpleNamespace(config=caching, profile="sglang"))
+    assert half.input_mean == pytest.approx((199.95 + 7.95) / 2)

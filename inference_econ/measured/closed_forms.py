@@ -182,15 +182,21 @@ def _steady_batch(model, row, cand, found) -> float:
 def prefilled(row: MeasuredRow, found):
     """The lengths whose prompt part a steady run prefills: the row's own, or where its
     prompts repeat (``distinct_prompts``) on an engine that caches prefixes, what the cache
-    cannot serve once warm: a prompt's last block (whole blocks hit, never the last token,
-    §E9), those tokens attending to the whole prompt before them. The decode context and the
-    KV cache held stay the whole prompt's."""
+    cannot serve: a prompt's last block (whole blocks hit, never the last token, §E9), those
+    tokens attending to the whole prompt before them, and each prompt whole the first time
+    it is sent - a share ``distinct_prompts / requests`` of the run's requests where the row
+    gives its count, as the replay sends them; none under the ideal engine (the bound takes the
+    cache warm, as a warm-up leaves it). The decode context and the KV cache stay the whole
+    prompt's."""
     L = row.lengths
     if not L.distinct_prompts or found is None or not found.config.prefix_caching:
         return L
     n = float(L.input_mean)
     rest = n - math.floor(max(n - 1.0, 0.0) / BLOCK_TOKENS) * BLOCK_TOKENS
-    return replace(L, input_mean=rest, prefill_context=max(n - rest / 2.0, rest / 2.0))
+    first = min(1.0, L.distinct_prompts / L.issued) if found.profile and L.issued else 0.0
+    tokens = first * n + (1.0 - first) * rest
+    attended = first * n * L.prefill_context + (1.0 - first) * rest * max(n - rest / 2.0, 0.5)
+    return replace(L, input_mean=tokens, prefill_context=attended / tokens)
 
 
 def budget_batch(budget: float, n_in: float, n_out: float, mixed: bool) -> float:
