@@ -195,7 +195,8 @@ def _refuse_dense_attention_dp(setting: Setting, engine: str, t: int, a: int) ->
     shipped profiles state it for MoE and MLA models only (SGLang 0.5.3's llama.py and qwen2.py
     split attention over the whole tensor group, so ``--enable-dp-attention`` fails there; vLLM
     and TensorRT-LLM replicate a dense model's KV heads instead, which the plan did not price).
-    A dense model's plan takes this layout only where its KV heads do not divide ``t``."""
+    Only a preset without the engine's layouts (``paper``, ``refined``) plans it: an engine's
+    own offers no such layout (``latency.engine_attention_degrees``)."""
     if a >= t:
         return
     m = setting.model
@@ -203,24 +204,14 @@ def _refuse_dense_attention_dp(setting: Setting, engine: str, t: int, a: int) ->
     model_class = "mla" if att.kind == "mla" else "moe" if m.is_moe else "dense"
     if set(_profile(engine).layout_features(model_class)) & set(ATTENTION_DP_FEATURES):
         return
-    kv = att.kind != "mla" and att.kv_heads > 1  # the heads attention splits by (layouts.py)
-    heads, what = (att.kv_heads, "KV heads") if kv else (att.query_heads, "attention heads")
-    if heads % t:  # the engine's own preset takes the largest degree the heads allow
-        why = f"as {m.name}'s {heads} {what} do not split {t} ways"
-        fix = (
-            f"give a GPU count whose tensor degree divides the {heads} {what} (more GPUs as "
-            f"pipeline stages of at most {heads} each)"
-        )
-    else:  # a preset without the engine's profile chose it
-        why = f"as the {setting.assumptions.name} preset, which runs every layout, chose"
-        fix = "plan under the engine's preset (--assumptions achievable)"
+    why = f"as the {setting.assumptions.name} preset, which runs every layout, chose"
     raise SpecError(
         "argument",
         "--gpus",
         f"TP{t} cannot be launched as planned: the plan attends over {a} of each {t} GPUs "
         f"({t // a} attention data-parallel ranks, {why}), and {engine} {_version(engine)} runs "
         f"attention data parallelism for no {model_class} model",
-        fix,
+        "plan under the engine's preset (--assumptions achievable)",
     )
 
 

@@ -35,6 +35,13 @@ if TYPE_CHECKING:
 BLOCK_TOKENS = 16
 
 
+def skipped_tokens(matched, prompt_tokens):
+    """Of a prompt of ``prompt_tokens`` tokens whose first ``matched`` are cached, the tokens
+    the engine skips: whole blocks, never the prompt's last token."""
+    usable = min(matched, prompt_tokens - 1)
+    return max(0, usable - usable % BLOCK_TOKENS)
+
+
 class Node:
     """One cached segment: its key, where it starts in the prompt, its tokens and the KV
     layer-positions it holds; how many running requests hold it, when it was last used, and
@@ -97,12 +104,10 @@ class PrefixCache:
     @staticmethod
     def hit_tokens(nodes: list[Node], prompt_tokens: int) -> int:
         """Prompt tokens a request skips: the matched segments in whole blocks, at most all
-        but the prompt's last token."""
+        but the prompt's last token (``skipped_tokens``)."""
         if not nodes:
             return 0
-        matched = nodes[-1].start + nodes[-1].tokens
-        usable = min(matched, int(prompt_tokens) - 1)
-        return max(0, usable - usable % BLOCK_TOKENS)
+        return int(skipped_tokens(nodes[-1].start + nodes[-1].tokens, int(prompt_tokens)))
 
     def tier_tokens(self, nodes: list[Node], hit: int) -> list[int]:
         """Of ``hit`` prompt tokens a request skips, those whose segments are in each tier."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..load.layout_choice import busiest_rank_tokens
-from ..load.prefix_cache import BLOCK_TOKENS
+from ..load.prefix_cache import skipped_tokens
 from ..load.scheduling import PREFILL
 from ..model.efficiency import StepWork, concatenate
 from ..model.latency import StepModel
@@ -192,7 +192,7 @@ def prefilled(row: MeasuredRow, found):
     if not L.distinct_prompts or found is None or not found.config.prefix_caching:
         return L
     n = float(L.input_mean)
-    rest = n - math.floor(max(n - 1.0, 0.0) / BLOCK_TOKENS) * BLOCK_TOKENS
+    rest = n - skipped_tokens(n, n)
     first = min(1.0, L.distinct_prompts / L.issued) if found.profile and L.issued else 0.0
     tokens = first * n + (1.0 - first) * rest
     attended = first * n * L.prefill_context + (1.0 - first) * rest * max(n - rest / 2.0, 0.5)
