@@ -408,6 +408,32 @@ def test_a_lone_prompt_crosses_the_pipeline_serially():
     assert full == pytest.approx(float(mixed_step_s(m, pre, pp4, 400, 1000.0, 0)), rel=1e-12)
 
 
+def test_a_batch_smaller_than_the_stages_runs_with_stages_idle():
+    """DeepSeek-R1 at 8 bits on 16 x H100 (two nodes): one request is served fastest as two
+    stages of TP8, each token crossing both while the other stage idles, which takes as long
+    as a token of two requests there (one a micro-batch); the paper's pipeline is never deeper
+    than the batch (§A5), so it runs TP16 over both nodes. The weights do not fit one node."""
+
+    def point(preset, batch):
+        return ie.point("DeepSeek-R1", "H100", gpus=16, batch=batch, assumptions=preset)
+
+    alone, pair = point("achievable", 1), point("achievable", 2)
+    assert (alone["pipeline_degree"], alone["tensor_degree"]) == (2, 8)
+    assert alone["micro_batch"] == 1.0
+    assert alone["tokens_per_s"] == pytest.approx(pair["tokens_per_s"], rel=1e-9)
+    assert alone["usd_per_mtok"] == pytest.approx(2 * pair["usd_per_mtok"], rel=1e-9)
+    # its MFU counts the one request's FLOP, half the pair's at the same speed
+    assert alone["mfu"] == pytest.approx(pair["mfu"] / 2, rel=0.01)
+    # TP16 crosses the nodes for every all-reduce: slower than the idle stage
+    tp16 = ie.point(
+        "DeepSeek-R1", "H100", gpus=16, batch=1, assumptions="achievable", pipeline=False
+    )
+    assert tp16["tokens_per_s"] < 0.7 * alone["tokens_per_s"]
+    paper = point("paper", 1)
+    assert paper["pipeline_degree"] == 1
+    assert point("refined", 1)["pipeline_degree"] == 2
+
+
 # --- §B5: precision formats ----------------------------------------------------------------
 def test_gemm_rate_keys_on_both_formats_and_attention_on_the_kv_format():
     """NVIDIA H100 SXM datasheet, dense: BF16 989.4, FP8 1,978.9 TFLOPS; the refined roofline

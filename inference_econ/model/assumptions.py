@@ -147,8 +147,9 @@ class Assumptions:
     #: paper: the cache spread evenly over all GPUs.
     kv_replication: bool = False
     #: Micro-batches scheduled through the pipeline stages: a step whose sequences cannot fill
-    #: p micro-batches (one long prompt) crosses the stages serially (§B12). The paper: p
-    #: balanced micro-batches of B/p tokens, whatever the tokens are.
+    #: p micro-batches (one long prompt, fewer requests than stages) crosses the stages
+    #: serially (§B12). The paper: p balanced micro-batches of B/p tokens, whatever the tokens
+    #: are, and never more stages than requests.
     pipeline_bubbles: bool = False
 
     # --- the paper's earlier code, which printed its Table 5 (docs/deviations.md) ----------

@@ -388,7 +388,7 @@ def per_sequence_terms(model, gpus, pipeline, adiv, two_d: bool, tokens: np.ndar
     N, p = float(gpus), float(pipeline)
 
     def once(b):
-        q = model.pipeline_part(N, b, 1.0, 0.0, p)
+        q = model.pipeline_part(N, b, 1.0, 0.0, p, charged=True)
         return _once_a_sequence_s(
             model, model.with_copies(q, model.copies_of(q, adiv)), adiv, two_d
         )
@@ -429,7 +429,7 @@ def table_terms(model, gpus, pipeline, adiv, two_d: bool, tokens: np.ndarray):
     N, p = float(gpus), float(pipeline)
     tokens = np.asarray(tokens, dtype=float)
     grid = table_grid(tokens)
-    part = model.pipeline_part(N, np.maximum(grid, 1.0), 1.0, 0.0, p)
+    part = model.pipeline_part(N, np.maximum(grid, 1.0), 1.0, 0.0, p, charged=True)
     lat2, lat1 = model.latency_by_dims(part, adiv, floor=False)  # the table floors the step
     step = lat2 if two_d else lat1
     profile, w = model.profile, model.work
@@ -447,7 +447,7 @@ def table_terms(model, gpus, pipeline, adiv, two_d: bool, tokens: np.ndarray):
     sequence_s += a_sequence
     rests = []
     for c in SLOPE_CONTEXTS:
-        q = model.pipeline_part(N, SLOPE_BATCH, 1.0, c, p)
+        q = model.pipeline_part(N, SLOPE_BATCH, 1.0, c, p, charged=True)
         q = model.with_copies(q, model.copies_of(q, adiv))
         rests.append(float(kernel_step_s(model, q, adiv, two_d)[1]))
     read = SLOPE_BATCH * (
@@ -465,7 +465,7 @@ def attention_slope_s(model, gpus, pipeline, adiv, two_d: bool, prompt: float) -
     rank's prompts, as many as the busiest rank's). A chunk of a longer prompt attends to its
     prefix too, so the prompt, not the chunk, sets the kernel's rate."""
     N, p, w = float(gpus), float(pipeline), model.work
-    q = model.pipeline_part(N, SLOPE_BATCH, 1.0, SLOPE_CONTEXTS[0], p)
+    q = model.pipeline_part(N, SLOPE_BATCH, 1.0, SLOPE_CONTEXTS[0], p, charged=True)
     q = model.with_copies(q, model.copies_of(q, adiv))
     ops = part_operations(model, q, 1.0, SLOPE_CONTEXTS[0], adiv, two_d)
     attention = next((op for op in ops if op.work == "attention"), None)

@@ -211,6 +211,18 @@ class StepModel:
             if aligned and "pipeline" in self.features
             else ()
         )
+        # §B12: under pipeline bubbles a batch smaller than the stages is a launchable layout
+        # (one sequence a micro-batch, the other stages idle); the powers of two up to the
+        # layers are searched there where the degrees above hold none of them
+        self.idle_stage_degrees = (
+            tuple(
+                d
+                for d in (2**k for k in range(1, int(work.layers).bit_length()))
+                if d <= work.layers and d not in self.extra_pipeline_degrees
+            )
+            if assumptions.pipeline_bubbles and "pipeline" in self.features
+            else ()
+        )
         self.extra_attention_degrees = (
             tuple(d for d in divisors(int(work.tp_heads)) if d > 1)
             if aligned and "attention_data" in self.features
@@ -220,7 +232,7 @@ class StepModel:
     # --- feasibility ----------------------------------------------------------------------
     def fits(self, N, B, p, context, adiv=1.0):
         """Weights plus KV cache fit in HBM with room to spare, and the pipeline is not deeper
-        than N or B (§A5). A count whose weights exactly fill HBM has no room for anything else
+        than N or B (§A5; under §B12's bubbles, deeper than B with stages left idle). A count whose weights exactly fill HBM has no room for anything else
         and does not fit. With attention divisor ``adiv`` (1: attention tensor-parallel over
         the whole stage) the KV copies of §B13 count too; ``adiv=None`` leaves them out (the
         test every divisor must pass, before the divisors are searched)."""
@@ -228,7 +240,18 @@ class StepModel:
         N, B, p = (np.asarray(x, dtype=np.float64) for x in (N, B, p))
         kv, attention = self._resident_kv(B, p, context)
         copies, a = (1.0, 1.0) if adiv is None else (self.kv_copies(N / p / adiv), adiv)
-        return self._kv_room(N, kv, attention, copies, a) & (p <= np.minimum(N, B))
+        return self._kv_room(N, kv, attention, copies, a) & (
+            p <= np.minimum(N, self.step_batch(B, p))
+        )
+
+    def step_batch(self, B, p):
+        """The sequences a decode step of ``B`` over ``p`` stages is priced for: ``B`` (§A5),
+        or under ``pipeline_bubbles`` at least ``p`` (§B12): with fewer sequences than stages
+        each micro-batch holds one and crosses every stage, the other stages idle, so a
+        token takes as long as with ``p`` sequences."""
+        if not self.assumptions.pipeline_bubbles:
+            return B
+        return np.where(np.asarray(p) > 1.0, np.maximum(B, p), B)
 
     def _resident_kv(self, B, p, context):
         """(KV bytes that must be resident, the target's attention layers' part of them)."""
@@ -268,10 +291,18 @@ class StepModel:
         return self.engine.kv_capacity_bytes(N, free, weights, adiv)
 
     # --- the part that does not depend on the attention divisor ---------------------------
-    def pipeline_part(self, N, B, S, context, p, cache: StepCache = NO_CACHE) -> PipelinePart:
-        """Everything of a step with pipeline degree ``p`` that the attention divisor leaves
-        unchanged. ``cache`` holds the collective structures, which do not depend on ``S``."""
+    def pipeline_part(
+        self, N, B, S, context, p, cache: StepCache = NO_CACHE, charged: bool = False
+    ) -> PipelinePart:
+        """Everything of a step of ``B`` sequences with pipeline degree ``p`` that the
+        attention divisor leaves unchanged, priced for ``step_batch`` sequences, its KV cache
+        and FLOP the ``B`` sequences' own. ``charged``: ``B`` is already what the step is
+        priced for (the mixed step's tokens, §B12). ``cache`` holds the collective
+        structures, which do not depend on ``S``."""
         w, m = self.work, self.machine
+        held = B  # the sequences whose cache is resident and whose FLOP the step does
+        if not charged:
+            B = self.step_batch(B, p)
         b = B / p
         t = N / p
         tokens = b * S
@@ -298,8 +329,9 @@ class StepModel:
             shared.append(sends)
         bw_total = N * m.hbm_bandwidth_bytes_per_s
         kv_batch = B if self.assumptions.kv_read_whole_batch else b
-        resident, attention_resident = self._resident_kv(B, p, context)
+        resident, attention_resident = self._resident_kv(held, p, context)
         ff, ctx, proj = w.flop(B, S, context)
+        done = (ff, ctx, proj) if held is B else w.flop(held, S, context)
         return PipelinePart(
             gpus=N,
             pipeline=p,
@@ -318,7 +350,7 @@ class StepModel:
             ff_activation_read_s=p * ff_act / bw_total,
             ff_context_compute_s=ff_context_s(self.machine, w, ff, ctx, N, B, S),
             projection_compute_s=proj / (N * m.flop_per_s),
-            flop=ff + ctx + proj,
+            flop=sum(done),
             achievable=None
             if self.engine is None
             else self.engine.part(B, p, t, tokens, splits, ctx),

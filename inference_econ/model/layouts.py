@@ -119,9 +119,11 @@ def within_budget(lat2, lat1, values, budget):
 
 
 def _degrees(model: StepModel, B, pipeline):
-    """The pipeline degrees §A5 searches at batches ``B`` under the model's assumptions."""
+    """The pipeline degrees §A5 searches at batches ``B`` under the model's assumptions, and
+    §B12's degrees above a batch (``StepModel.idle_stage_degrees``) where the batch is
+    smaller (1 elsewhere: a candidate already searched)."""
     a = model.assumptions
-    return pipeline_degrees(
+    degrees = pipeline_degrees(
         B,
         model.work.layers,
         a.pipeline_degree_count,
@@ -129,6 +131,12 @@ def _degrees(model: StepModel, B, pipeline):
         model.extra_pipeline_degrees,
         a.pipeline_degrees_up_to_layers,
     )
+    if pipeline:
+        B = np.asarray(B)
+        degrees += [
+            np.where(B < d, float(d), 1.0) for d in model.idle_stage_degrees if np.any(B < d)
+        ]
+    return degrees
 
 
 def _candidates(model: StepModel, N, B, S, context, pipeline):
@@ -453,7 +461,8 @@ def whole_layout(
         if not np.any(ok):
             continue
         t = N // p
-        even = {two: ok & ff_splits_evenly(model, t, B / p, two) for two in (True, False)}
+        b = model.step_batch(B, float(p)) / p
+        even = {two: ok & ff_splits_evenly(model, t, b, two) for two in (True, False)}
         if not (even[True].any() or even[False].any()):
             continue
         part = model.pipeline_part(float(N), B, S, context, float(p))

@@ -161,7 +161,7 @@ def _mixed_part(
     largest = np.maximum(chunk, np.where(D > 0, 1.0, 0.0))
     charged = pipeline_tokens(model, tokens, largest, p, D + R)
     scale = charged / np.maximum(tokens, 1.0)
-    base = model.pipeline_part(N, np.maximum(charged, 1.0), 1.0, 0.0, p)
+    base = model.pipeline_part(N, np.maximum(charged, 1.0), 1.0, 0.0, p, charged=True)
     w, m = model.work, model.machine
     kv_bytes = w.kv_cache_bytes(decode_context, D) + w.kv_cache_bytes(prefill_context, R)
     attention_kv = w.attention_kv_bytes(decode_context, D) + w.attention_kv_bytes(
@@ -278,7 +278,7 @@ class StepTable:
             return
         N, p, adiv = float(layout.gpus), float(layout.pipeline), layout.attention_divisor
         T = np.arange(self.max_tokens + 1, dtype=float)
-        part = model.pipeline_part(N, np.maximum(T, 1.0), 1.0, 0.0, p)
+        part = model.pipeline_part(N, np.maximum(T, 1.0), 1.0, 0.0, p, charged=True)
         attention = total_time_s(model.attention_calls(part, adiv, layout.two_d))
         shared = part.collective_2d_s if layout.two_d else part.collective_1d_s
         weights, acts = model.attention_reads(part, adiv)
@@ -316,7 +316,7 @@ class StepTable:
         layout, prof = self.layout, model.profile
         N, p, adiv = float(layout.gpus), float(layout.pipeline), layout.attention_divisor
         T = np.arange(self.max_tokens + 1, dtype=float)
-        part = model.pipeline_part(N, np.maximum(T, 1.0), 1.0, 0.0, p)
+        part = model.pipeline_part(N, np.maximum(T, 1.0), 1.0, 0.0, p, charged=True)
         lat, bw = model.collective_terms(part, adiv, layout.two_d)
         fusable = model.fusable_bandwidth_s(part, adiv, layout.two_d)
         plain = part  # StepModel.latency adds the copies itself: the check below uses this

@@ -168,6 +168,10 @@ def _pipeline_blocks(model: StepModel, b_values, pipeline: bool):
             blocks.append(((split, rows), float(layers) ** frac))
     if pipeline:  # the whole degrees of node-aligned layouts, every row
         blocks += [((0, rows), float(p)) for p in model.extra_pipeline_degrees if p > 1]
+        for d in model.idle_stage_degrees:  # §B12: stages above the batch, rows with B < d
+            below = int(np.searchsorted(b_values, d, side="left"))
+            if below > 0:
+                blocks.append(((0, below), float(d)))
     return blocks
 
 

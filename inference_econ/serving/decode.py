@@ -287,7 +287,7 @@ class Decoder:
         s = self.setting
         p = layout.pipeline
         t = N / p
-        b = B / p
+        b = self.target.step_batch(B, p) / p  # a micro-batch's sequences (§B12: at least one)
         expert = np.ones(N.shape)
         moe = [g for g in self.work.groups if g.experts > 1]
         if moe:
