@@ -369,6 +369,8 @@ def _sglang(plan: LaunchPlan) -> list[Command]:
                 argv += [f["spec_draft_model"], draft]
         if w.role != "server":
             argv += [f["disagg_mode"], w.role, f["disagg_backend"], names["disagg_backend"]]
+        if w.role == "decode" and w.attention_dp > 1:  # asserted at start (server_args.py)
+            argv.append(f["prefill_round_robin"])
         for i, (port, place) in enumerate(zip(ports[w.role], placed[w.role])):
             # its GPUs: ids[0] onwards
             first = [f["base_gpu"], str(place.ids[0])] if place.ids else []

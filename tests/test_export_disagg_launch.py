@@ -1,0 +1,46 @@
+"""A disaggregated export launches its pools as the engine starts them: every flag a decode or
+prefill server needs beside the others, and the speculation its figures were priced with."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from inference_econ import api
+
+
+def _servers(plan, role: str) -> list[list[str]]:
+    """The argument lists of the ``role`` servers in the plan's launch.sh (one a node)."""
+    script = api.launch_files(plan)["launch.sh"]
+    lines = [ln.strip().rstrip("&").strip() for ln in script.splitlines()]
+    return [
+        shlex.split(ln)
+        for ln in lines
+        if "sglang.launch_server" in ln and f"--disaggregation-mode {role}" in ln
+    ]
+
+
+@pytest.fixture(scope="module")
+def sglang_wide_decode():
+    """DeepSeek-R1 on GB200: a decode worker of 16 GPUs over four 4-GPU trays whose attention
+    runs on data-parallel ranks, fed by prefill workers of 8 GPUs without them."""
+    return api.export(
+        "DeepSeek-R1", "GB200", engine="sglang", plan="disagg", gpus=16, batch=512,
+        prefill_gpus=8, prompt_tokens=2000, output_tokens=500, weight_bits=8,
+    )  # fmt: skip
+
+
+def test_sglang_decode_with_data_parallel_ranks_asserts_prefill_round_robin(sglang_wide_decode):
+    """SGLang 0.5.3 asserts ``prefill_round_robin_balance`` at start for a decode server whose
+    ``dp_size`` is above 1 (ServerArgs._handle_disaggregation): every node of that copy is
+    launched with ``--prefill-round-robin-balance``, and no prefill server (which has no
+    data-parallel ranks here) is."""
+    decode = _servers(sglang_wide_decode, "decode")
+    prefill = _servers(sglang_wide_decode, "prefill")
+    assert len(decode) == 4 and prefill  # the decode copy on each of its four trays
+    for argv in decode:
+        assert int(argv[argv.index("--dp-size") + 1]) > 1
+        assert "--prefill-round-robin-balance" in argv
+    for argv in prefill:
+        assert "--dp-size" not in argv and "--prefill-round-robin-balance" not in argv
