@@ -44,3 +44,22 @@ def test_sglang_decode_with_data_parallel_ranks_asserts_prefill_round_robin(sgla
         assert "--prefill-round-robin-balance" in argv
     for argv in prefill:
         assert "--dp-size" not in argv and "--prefill-round-robin-balance" not in argv
+
+
+def test_disagg_export_launches_the_speculation_its_decode_was_priced_with():
+    """DeepSeek-R1's MTP heads at most 4 tokens a cycle: the disaggregated plan's decode steps
+    are priced with them (a shorter time per output token than without), so every server,
+    prefill and decode, launches SGLang's NEXTN with the 3 draft tokens the heads draft (the
+    prefill hands the draft its first hidden states); it had launched none."""
+    pools = dict(engine="sglang", plan="disagg", gpus=8, batch=32, prefill_gpus=8,
+                 prompt_tokens=2000, output_tokens=500, weight_bits=8)  # fmt: skip
+    plain = api.export("DeepSeek-R1", "B200", **pools)
+    mtp = api.export("DeepSeek-R1", "B200", **pools, draft_heads="mtp", max_draft_tokens=4)
+    assert mtp.expected["tpot_s"] < 0.8 * plain.expected["tpot_s"]
+    assert mtp.speculation == ("mtp", None, 3) and plain.speculation is None
+    for role in ("prefill", "decode"):
+        (argv,) = _servers(mtp, role)
+        assert argv[argv.index("--speculative-algorithm") + 1] == "NEXTN"
+        assert argv[argv.index("--speculative-num-steps") + 1] == "3"
+        assert argv[argv.index("--speculative-num-draft-tokens") + 1] == "4"
+        assert "--speculative-algorithm" not in _servers(plain, role)[0]

@@ -618,7 +618,10 @@ def disagg_plan(
         *filter(None, [why]),
         *_rank_batch_note(engine, decode, b),
     )
-    plan = LaunchPlan("disagg", setting, engine, ckpt, workers, longest, load, expected, None,
+    # the speculation the decode steps were priced with (the decode row's draft length), which
+    # every worker launches: the prefill servers hand the draft its first hidden states
+    spec = _speculation(setting, int(row["draft_tokens"]))
+    plan = LaunchPlan("disagg", setting, engine, ckpt, workers, longest, load, expected, spec,
                       notes, ends, longest_prompt=int(prompt_tokens))  # fmt: skip
     return finish(plan)
 
