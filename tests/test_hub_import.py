@@ -636,18 +636,29 @@ def test_qwen3_next_fields_are_not_read_for_another_architecture(tmp_path):
 
 
 # Qwen/Qwen2.5-72B-Instruct-AWQ config.json (Hugging Face Hub, Qwen licence), its
-# architectural and quantization fields as published. Card: 72.7B parameters, 70.0B
-# non-embedding.
+# architectural and quantization fields as published. Qwen padded the MLP of its 72B AWQ and
+# GPTQ releases with zeros from the base model's 29,568 to 29,696 (29,696 / 128 groups divides
+# by 8, so vLLM can split the 4-bit weights over 8 GPUs; Qwen's "pad intermediate_size to
+# 29696" commits; github.com/QwenLM/Qwen3-VL/issues/230): the checkpoint holds, and an
+# engine multiplies, 72.96B parameters, 70.46B of them in the layers (the card, copied from the
+# base model: 72.7B and 70.0B).
+# The repository's 41,607,438,677 bytes are these weights at AWQ's 4 bits plus a 16-bit scale
+# and a 4-bit zero per group of 128 (41.60 GB, 29,568 would give 41.46) and the tokenizer files.
 QWEN25_72B_AWQ = {
     "architectures": ["Qwen2ForCausalLM"],
     "model_type": "qwen2",
     "hidden_size": 8192,
-    "intermediate_size": 29568,
+    "intermediate_size": 29696,
     "num_hidden_layers": 80,
     "num_attention_heads": 64,
     "num_key_value_heads": 8,
+    "max_window_layers": 70,
     "vocab_size": 152064,
     "max_position_embeddings": 32768,
+    "sliding_window": 131072,
+    "use_sliding_window": False,
+    "rope_theta": 1000000.0,
+    "rms_norm_eps": 1e-06,
     "tie_word_embeddings": False,
     "torch_dtype": "float16",
     "quantization_config": {
@@ -665,19 +676,22 @@ def test_awq_and_gptq_keep_the_embeddings_and_head_in_16_bits(tmp_path):
     """AWQ and GPTQ quantise the layers' linear weights only; the 2.49B weights of Qwen2.5-72B's
     embedding table and output head had been counted at 4 bits (1.25 GB where the checkpoint
     holds 4.98 GB) and the head read at 4 bits each step. They import as 16-bit tables:
-    weights 40.09 GB under the paper's bytes (70.21B x 0.5 + 2.49B x 2), not 36.35."""
+    weights 40.21 GB under the paper's bytes (70.46B x 0.5 + 2.49B x 2), not 36.48. The
+    release's padded MLP (29,696 wide) is imported as the checkpoint stores it."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps(QWEN25_72B_AWQ))
     arch, text = import_config(path)
     assert arch.precision.weight_bits == 4 and arch.precision.embedding_bits == 16
     assert "embedding_bits: 16" in text and arch.precision.label() == "w4a16/gemm-a16/emb16"
+    base = ie.load_model("Qwen2.5-72B").layer_groups[0].ffn.d_ff
+    assert arch.layer_groups[0].ffn.d_ff == 29696 == base + 128
     work = compile_workload(arch, ie.preset("paper"))
-    assert work.total_params == pytest.approx(72.7e9, rel=1e-3)
+    assert work.total_params == 72_955_723_776  # 72.7B on the card, before the padding
     assert work.embedding_params == 2 * 152064 * 8192
     layers = work.total_params - work.embedding_params
-    assert layers == pytest.approx(70.0e9, rel=5e-3)  # the card's non-embedding count
+    assert layers == 70_464_307_200 == 80 * (2 * 8192 * 8192 + 2 * 8192 * 1024 + 3 * 8192 * 29696)
     assert work.weights_total_bytes == pytest.approx(layers * 0.5 + work.embedding_params * 2)
-    assert work.weights_total_bytes / 1e9 == pytest.approx(40.09, abs=0.01)
+    assert work.weights_total_bytes / 1e9 == pytest.approx(40.21, abs=0.01)
     assert work.unembedding_bytes == 152064 * 8192 * 2
     out = tmp_path / "awq.yaml"
     out.write_text(text)
