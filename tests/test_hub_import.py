@@ -580,6 +580,23 @@ def test_glm4_moe_imports_as_the_shipped_glm_files(tmp_path, cfg, shipped):
     assert counts(ie.load_model(out)) == pytest.approx(counts(arch), rel=1e-12)
 
 
+@pytest.mark.parametrize("shipped", ["GLM-4.5", "GLM-4.6"])
+def test_glm_files_carry_their_mtp_layer_as_the_import_does(tmp_path, shipped):
+    """GLM-4.5's config (and report, Table 1) states one MTP layer, which the import writes as
+    DeepSeek-V3's (``mtp: {modules: 1, layer_group: moe}``); the shipped GLM files had left it
+    out, so ``--draft-heads mtp`` was refused for them ("has no multi-token prediction
+    modules"). Its resident weights: one GQA + MoE layer and the 2 x 5,120 -> 5,120 projection,
+    3.99B parameters (7.97 GB in BF16), outside the 352.7B main model."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(GLM_4_5))
+    model = ie.load_model(shipped)
+    assert model.mtp == import_config(path)[0].mtp
+    assert (model.mtp.modules, model.mtp.layer_group) == (1, "moe")
+    work, copies = ie.mtp_heads(model, 0.8).resident(REFINED)
+    assert copies == 1 and work.weights_total_bytes == 7_974_420_480
+    assert counts(model)[0] == pytest.approx(352.72e9, rel=1e-4)  # the totals leave it out
+
+
 def test_qwen3_next_imports_as_the_shipped_hybrid(tmp_path):
     """``qwen3_next`` had been refused (exit 2); its published config now gives the shipped
     file's hybrid: 36 Gated DeltaNet layers (16 key and 32 value heads of 128, 4 taps: a fixed
