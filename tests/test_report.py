@@ -145,6 +145,44 @@ def test_scenario_report(tmp_path):
     # run --html writes the same report: the run example of --help (test_help_examples)
 
 
+def test_report_hardware_table_shows_each_price_basis_a_curve_used(tmp_path):
+    # one GPU on two price bases: the owned curve's price is in the table, not only the first's
+    from inference_econ.output.report_sections import scenario_section
+    from inference_econ.runs.runner import run_scenario
+
+    path = tmp_path / "bases.yaml"
+    path.write_text(
+        "title: Two bases\nplots: [frontier]\n"
+        "defaults: {model: Llama 3 8B, hardware: H100, grid_points: 20}\n"
+        "curves:\n  - {label: paper, price_basis: paper}\n"
+        "  - {label: owned, price_basis: owned}\n"
+    )
+    section = scenario_section(run_scenario(str(path)))
+    table = dict(section.assumptions)["Hardware figures"].set_index("field")
+    owned = ie.frontier("Llama 3 8B", "H100", price_basis="owned", grid_points=20)
+    price = owned.metadata["price_usd_per_gpu_hour"]  # 1.28: the cost of owning
+    assert list(table.columns) == ["H100-SXM", f"H100-SXM (owned, {price:.4g} USD/hour)"]
+    assert table.loc["price_usd_per_hour"].tolist() == ["2.1", f"{price:.6g}"]
+    assert table.loc["price_basis"].tolist() == ["paper", "owned"]
+
+
+def test_study_manifest_keeps_each_price_basis_of_a_gpu(tmp_path):
+    study = tmp_path / "bases.yaml"
+    study.write_text(
+        "title: Two bases\naxes: {price_basis: [paper, owned]}\n"
+        "defaults: {model: Llama 3 8B, hardware: H100, grid_points: 20}\n"
+    )
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["study", str(study), "--out", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    gpus = json.loads((out / "study.json").read_text())["hardware"]
+    prices = {k: (v["price_basis"], round(v["price_usd_per_hour"], 3)) for k, v in gpus.items()}
+    assert prices == {
+        "H100-SXM": ("paper", 2.1),
+        "H100-SXM (owned, 1.283 USD/hour)": ("owned", 1.283),
+    }
+
+
 def test_the_combined_report_keeps_figure_2():
     from inference_econ.output.report import render
     from inference_econ.output.report_sections import scenario_section

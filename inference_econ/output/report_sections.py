@@ -17,6 +17,7 @@ from ..errors import SpecError
 from ..serving.decode import continuous_note
 from ..serving.figure_labels import figures_line, interval_columns
 from ..specs.catalog import display_path
+from ..specs.hardware import facts_by_column
 from .render import HEADERS
 from .study_folder import check_cells, read_manifest, read_table
 from .style import colours, line_style, speculates
@@ -267,15 +268,14 @@ def scenario_section(result) -> Section:
             }
         points = front.points.sort_values("tokens_per_s")
         curves.append(Curve(label, points, "", marks, palette[label], dashes.get(label, "solid")))
-    presets, gpus, models, labels = {}, {}, {}, []
+    presets, gpus, models, labels = {}, [], {}, []
     for curve in scenario.curves:
         if curve.toy is not None:
             continue
         s = curve.setting()
         labels.append(s)
         presets.setdefault(s.assumptions.name, dataclasses.asdict(s.assumptions))
-        gpu = s.gpu.to_dict()  # a shipped file by its place in the package, as outputs name it
-        gpus.setdefault(s.gpu.name, {**gpu, "source_file": _shown(gpu.get("source_file"))})
+        gpus.append(s.gpu)
         models.setdefault(
             s.model.name,
             {
@@ -301,8 +301,12 @@ def scenario_section(result) -> Section:
         assumptions.append(
             ("Modelling assumptions (docs/model.md), per preset", _by_field(presets))
         )
-    if gpus:
-        assumptions.append(("Hardware figures", _by_field(gpus)))
+    if gpus:  # a shipped file by its place in the package, as outputs name it
+        facts = {
+            k: {**v, "source_file": _shown(v.get("source_file"))}
+            for k, v in facts_by_column(gpus).items()
+        }
+        assumptions.append(("Hardware figures", _by_field(facts)))
     if models:
         assumptions.append(("Models", _by_field(models)))
     return Section(

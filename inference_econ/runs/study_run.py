@@ -23,6 +23,7 @@ from ..errors import SpecError, plural
 from ..output.files import check_folder, check_owned, write_atomic
 from ..output.render import csv_chunks
 from ..specs.catalog import display_path
+from ..specs.hardware import facts_by_column
 from ..specs.inputs import read_json
 from ..studies.execution import check_dask, check_work, run_cells
 from ..studies.study import (
@@ -228,10 +229,10 @@ def write_table(df: pd.DataFrame, stem: Path, progress=None, meta=None) -> list[
 def manifest(result: StudyResult) -> dict:
     """What ``study.json`` records: the study, each cell, and every assumption used."""
     study = result.study
-    gpus, models, presets = {}, {}, {}
+    models, presets = {}, {}
+    gpus = facts_by_column(cell.setting.gpu for cell in result.cells)
     for cell in result.cells:
         s = cell.setting
-        gpus.setdefault(s.gpu.name, s.gpu.to_dict())
         models.setdefault(s.model.name, _model_facts(s.model))
         if s.spec is not None:
             models.setdefault(s.spec.draft.name, _model_facts(s.spec.draft))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -300,6 +300,19 @@ class GPU:
         out["inherited_fits"] = fits or "none"  # fitted figures kept from a base spec
         out["derived_from"] = ", ".join(self.derived_from) or "none"
         return out
+
+
+def facts_by_column(gpus: Iterable[GPU]) -> dict[str, dict[str, Any]]:
+    """Each distinct GPU's ``to_dict()``, keyed by the column a table of them shows it under:
+    its name, or, for a GPU also used on another price basis (an ``owned`` curve beside a
+    ``paper`` one), its name and basis, so every price the table shows is one a figure used."""
+    out: dict[str, dict[str, Any]] = {}
+    for gpu in gpus:
+        facts, column = gpu.to_dict(), gpu.name
+        if column in out and out[column] != facts:
+            column = f"{gpu.name} ({gpu.price_basis}, {gpu.price_usd_per_hour:.4g} USD/hour)"
+        out.setdefault(column, facts)
+    return out
 
 
 #: Bounds of the numeric fields: positive, finite and below figures no part comes near, so
