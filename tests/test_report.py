@@ -166,6 +166,31 @@ def test_report_hardware_table_shows_each_price_basis_a_curve_used(tmp_path):
     assert table.loc["price_basis"].tolist() == ["paper", "owned"]
 
 
+def test_scenario_report_key_points_show_ranges_and_which_rows_are_bounds(tmp_path):
+    # the key table as run prints it: "tok/s 90 %" ranges beside the expected figures, and a
+    # word per row where an expected curve is drawn beside an ideal bound
+    from inference_econ.output.report_sections import scenario_section
+    from inference_econ.runs.runner import run_scenario
+
+    path = tmp_path / "mixed.yaml"
+    path.write_text(
+        "title: Mixed\nplots: [frontier]\n"
+        "defaults: {model: Llama 3 8B, hardware: H100, discrete: true}\n"
+        "curves:\n  - {label: engine, assumptions: achievable}\n"
+        "  - {label: bound, assumptions: refined}\n"
+    )
+    result = run_scenario(str(path))
+    table = scenario_section(result).key_table
+    assert "tokens_per_s_low80" not in table and "usd_per_mtok_high90" not in table
+    assert list(table.columns[:5]) == ["curve", "figures", "point", "tokens_per_s", "tok/s 90 %"]
+    assert table["figures"].tolist() == ["expected"] * 2 + ["ideal bound"] * 2
+    keys = result.key_points
+    low, high = keys.loc[0, "tokens_per_s_low90"], keys.loc[0, "tokens_per_s_high90"]
+    assert low < keys.loc[0, "tokens_per_s"] < high
+    assert table.loc[0, "tok/s 90 %"] == f"{low:.4g}-{high:.4g}"
+    assert table.loc[2, "tok/s 90 %"] == ""  # an ideal bound has no interval
+
+
 def test_study_manifest_keeps_each_price_basis_of_a_gpu(tmp_path):
     study = tmp_path / "bases.yaml"
     study.write_text(

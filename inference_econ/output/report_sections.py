@@ -183,8 +183,9 @@ def _key_summary(keys: pd.DataFrame, axes: list[str], speeds) -> pd.DataFrame:
     return ranged_columns(out.reset_index())
 
 
-def _kind_of(preset: str) -> str:
-    """A cell's figures in a word: an ideal bound (an ideal preset) or expected."""
+def _kind_of(preset) -> str:
+    """A cell's figures in a word: an ideal bound (an ideal preset) or expected (``preset``: a
+    preset label or a setting)."""
     return "expected" if figures_line(preset).startswith("Expected") else "ideal bound"
 
 
@@ -268,12 +269,13 @@ def scenario_section(result) -> Section:
             }
         points = front.points.sort_values("tokens_per_s")
         curves.append(Curve(label, points, "", marks, palette[label], dashes.get(label, "solid")))
-    presets, gpus, models, labels = {}, [], {}, []
+    presets, gpus, models, labels, kinds = {}, [], {}, [], {}
     for curve in scenario.curves:
         if curve.toy is not None:
             continue
         s = curve.setting()
         labels.append(s)
+        kinds[curve.label] = _kind_of(s)
         presets.setdefault(s.assumptions.name, dataclasses.asdict(s.assumptions))
         gpus.append(s.gpu)
         models.setdefault(
@@ -314,10 +316,24 @@ def scenario_section(result) -> Section:
         title=scenario.title,
         description=scenario.description,
         curves=curves,
-        key_table=result.key_points if result.key_points is not None else pd.DataFrame(),
+        key_table=_scenario_keys(result.key_points, kinds),
         assumptions=assumptions,
         notes=[f"Scenario {scenario.name} ({display_path(scenario.source)})."]
         + list(scenario.notes)
         + list(result.notes),
         law=[m for m in scenario.measured if "params" in m],
     )
+
+
+def _scenario_keys(keys: pd.DataFrame | None, kinds: dict[str, str]) -> pd.DataFrame:
+    """A scenario's key points as ``run`` prints them: each expected figure's 90 % interval
+    as a range beside it; where curves mix ideal bounds and expected figures, a ``figures``
+    column says which each row's are (as a study's report does)."""
+    from .ranges import ranged_columns
+
+    if keys is None or keys.empty:
+        return pd.DataFrame()
+    out = keys.copy()
+    if len(set(kinds.values())) > 1 and "curve" in out:
+        out.insert(out.columns.get_loc("curve") + 1, "figures", out["curve"].map(kinds))
+    return ranged_columns(out)
