@@ -211,9 +211,16 @@ def test_a_demand_curve_counts_its_hours_in_words(tmp_path):
         load_demand(curve)
 
 
-def test_a_demand_plan_whose_gpus_have_no_price_on_its_basis_is_bad_input(tmp_path):
+def test_a_demand_plan_whose_gpus_have_no_price_on_its_basis_is_bad_input(tmp_path, monkeypatch):
     # H200-SXM lists only the paper basis: the on-demand burst price is missing, which had
-    # read as "no capacity plan meets <targets>" (nothing feasible, exit 1)
+    # read as "no capacity plan meets <targets>" (nothing feasible, exit 1); it is refused
+    # before any load is simulated
+    from inference_econ.optimise import demand
+
+    def simulated(*args, **kwargs):
+        raise AssertionError("a load was simulated before the prices were checked")
+
+    monkeypatch.setattr(demand, "knee_rows", simulated)
     curve = tmp_path / "day.csv"
     curve.write_text("hour,requests_per_s\n0,1\n1,2\n", encoding="utf-8")
     with pytest.raises(SpecError) as err:

@@ -252,7 +252,9 @@ def demand_plan(
     progress: Callable[[str], None] | None = None,
 ) -> DemandPlan:
     """The cheapest plan (module docstring) over every GPU of ``settings`` and instance size;
-    ``traffic`` gives the request lengths (its rate is the demand's peak)."""
+    ``traffic`` gives the request lengths (its rate is the demand's peak). Where no GPU has
+    a price on the bases the plan needs, that is bad input, refused before any simulation."""
+    _check_some_priced(settings, reserved_basis, burst_basis, interruption is not None, costs, pue)
     rows = knee_rows(settings, traffic, targets, config, sizes, None, False, progress)
     output_tokens = float(np.mean(traffic.stream().output_tokens))
     table, plans = [], []
@@ -352,6 +354,20 @@ def _unpriced(exc: SpecError) -> SpecError:
         "choose another --reserved-basis or --burst-basis (or drop --spot-interruption), "
         "or add the price to the GPU's file",
     )  # fmt: skip
+
+
+def _check_some_priced(settings, reserved, burst, spot: bool, costs, pue) -> None:
+    """Raise ``_unpriced``'s error where no setting's GPU has a price on every basis the plan
+    needs (a GPU without one is left out of the plan, with the others planned)."""
+    first = None
+    for setting in settings:
+        try:
+            plan_prices(setting, reserved, burst, spot, costs, pue)
+            return
+        except SpecError as exc:
+            first = first or exc
+    if first is not None:
+        raise _unpriced(first)
 
 
 def _no_plan(table: list[dict], targets: Targets, demand: DemandCurve) -> InfeasibleError:
