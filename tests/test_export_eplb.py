@@ -200,3 +200,16 @@ def test_a_rack_of_72_gpus_launches_deepseeks_experts_on_288_slots():
     assert config["moe_config"]["load_balancer"]["num_slots"] == 288
     with pytest.raises(InfeasibleError, match=r"--redundant-experts 32 \(288 slots\)"):
         api.export("DeepSeek-R1", "GB200-NVL72", engine="trtllm", **kw)
+
+
+def test_trtllm_balances_gpt_oss_experts_as_its_1_2_line_lists_them():
+    """TensorRT-LLM 1.2's moe_model_arch_list holds GptOssForCausalLM (NVIDIA/TensorRT-LLM PR
+    #8886, "Enable EPLB for trtllm-gen and cutlass backend", in the 1.2 release notes), so
+    gpt-oss-120b's copies are launched on its load balancer; they had been refused as an
+    architecture the balancer does not run."""
+    kw = dict(prompt_tokens=1000, output_tokens=100, gpus=4, batch=512, redundant_experts=4)
+    plan = api.export("gpt-oss-120b", "B200", engine="trtllm", **kw)
+    (w,) = plan.workers
+    assert (w.expert, w.attention_dp) == (4, 4)
+    config = yaml.safe_load(api.launch_files(plan)["trtllm-server.yaml"])
+    assert config["moe_config"]["load_balancer"] == {"num_slots": 132, "layer_updates_per_iter": 1}

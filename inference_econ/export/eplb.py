@@ -38,9 +38,12 @@ ARCHITECTURES = (
 #: one, eplb/expert_distribution.py): DeepseekV2ForCausalLM and its subclasses (DeepSeek-V3,
 #: GLM-4.5), gpt_oss.py, qwen2_moe.py, qwen3_moe.py, qwen3_next.py (sglang/srt/models).
 #: TensorRT-LLM creates its MoE load balancer only for the architectures of
-#: ``moe_model_arch_list`` (tensorrt_llm/_torch/modules/fused_moe/moe_load_balancer.py; the
-#: list as of commit 56851033; the 1.2.1 release's copy of that file was not read) and
-#: ignores the configuration elsewhere.
+#: ``moe_model_arch_list`` (tensorrt_llm/_torch/modules/fused_moe/moe_load_balancer.py) and
+#: ignores the configuration elsewhere. The list as of commit 0e626045 (December 2025, the 1.2
+#: line; the v1.2.1 tag itself was not read): DeepseekV3, DeepseekV32, GptOss, Mixtral, Llama4,
+#: Qwen2Moe, Qwen3Moe. GptOssForCausalLM came with NVIDIA/TensorRT-LLM PR #8886, "Enable EPLB
+#: for trtllm-gen and cutlass backend", which the 1.2 release notes list (docs/source/
+#: release-notes.md); the catalog holds no DeepSeek-V3.2.
 BALANCED = {
     "vllm": frozenset(
         {
@@ -66,6 +69,7 @@ BALANCED = {
     "trtllm": frozenset(
         {
             "DeepseekV3ForCausalLM",
+            "GptOssForCausalLM",
             "Llama4ForConditionalGeneration",
             "MixtralForCausalLM",
             "Qwen2MoeForCausalLM",
