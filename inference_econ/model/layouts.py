@@ -134,7 +134,7 @@ def _degrees(model: StepModel, B, pipeline):
     if pipeline:
         B = np.asarray(B)
         degrees += [
-            np.where(B < d, float(d), 1.0) for d in model.idle_stage_degrees if np.any(B < d)
+            np.where(d > B, float(d), 1.0) for d in model.idle_stage_degrees if np.any(d > B)
         ]
     return degrees
 
