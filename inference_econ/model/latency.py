@@ -203,37 +203,15 @@ class StepModel:
         self.weights_total_bytes = work.weights_total_bytes
         if companion is not None and self.companion_copies:
             self.weights_total_bytes += self.companion_copies * companion.weights_total_bytes
-        # node-aligned layouts (§B7): whole pipeline degrees dividing the layers and whole
-        # attention degrees dividing the heads, searched besides the paper's log grids
-        aligned = assumptions.node_aligned_layouts
-        self.extra_pipeline_degrees = (
-            tuple(d for d in divisors(work.layers) if d > 1)
-            if aligned and "pipeline" in self.features
-            else ()
-        )
-        # §B12: under pipeline bubbles a batch smaller than the stages is a launchable layout
-        # (one sequence a micro-batch, the other stages idle); the powers of two up to the
-        # layers are searched there where the degrees above hold none of them
-        self.idle_stage_degrees = (
-            tuple(
-                d
-                for d in (2**k for k in range(1, int(work.layers).bit_length()))
-                if d <= work.layers and d not in self.extra_pipeline_degrees
-            )
-            if assumptions.pipeline_bubbles and "pipeline" in self.features
-            else ()
-        )
-        self.extra_attention_degrees = (
-            tuple(d for d in divisors(int(work.tp_heads)) if d > 1)
-            if aligned and "attention_data" in self.features
-            else ()
+        (self.extra_pipeline_degrees, self.idle_stage_degrees, self.extra_attention_degrees) = (
+            searched_degrees(work, assumptions, self.features)
         )
 
     # --- feasibility ----------------------------------------------------------------------
     def fits(self, N, B, p, context, adiv=1.0):
         """Weights plus KV cache fit in HBM with room to spare, and the pipeline is not deeper
-        than N or B (§A5; under §B12's bubbles, deeper than B with stages left idle). A count whose weights exactly fill HBM has no room for anything else
-        and does not fit. With attention divisor ``adiv`` (1: attention tensor-parallel over
+        than N or B (§A5; under §B12's bubbles it may be deeper than B, stages left idle). A
+        count whose weights exactly fill HBM has no room for anything else and does not fit. With attention divisor ``adiv`` (1: attention tensor-parallel over
         the whole stage) the KV copies of §B13 count too; ``adiv=None`` leaves them out (the
         test every divisor must pass, before the divisors are searched)."""
         # in float64 whatever the search's precision: a point is feasible or not, exactly
@@ -241,17 +219,8 @@ class StepModel:
         kv, attention = self._resident_kv(B, p, context)
         copies, a = (1.0, 1.0) if adiv is None else (self.kv_copies(N / p / adiv), adiv)
         return self._kv_room(N, kv, attention, copies, a) & (
-            p <= np.minimum(N, self.step_batch(B, p))
+            p <= np.minimum(N, step_batch(self.assumptions, B, p))
         )
-
-    def step_batch(self, B, p):
-        """The sequences a decode step of ``B`` over ``p`` stages is priced for: ``B`` (§A5),
-        or under ``pipeline_bubbles`` at least ``p`` (§B12): with fewer sequences than stages
-        each micro-batch holds one and crosses every stage, the other stages idle, so a
-        token takes as long as with ``p`` sequences."""
-        if not self.assumptions.pipeline_bubbles:
-            return B
-        return np.where(np.asarray(p) > 1.0, np.maximum(B, p), B)
 
     def _resident_kv(self, B, p, context):
         """(KV bytes that must be resident, the target's attention layers' part of them)."""
@@ -302,7 +271,7 @@ class StepModel:
         w, m = self.work, self.machine
         held = B  # the sequences whose cache is resident and whose FLOP the step does
         if not charged:
-            B = self.step_batch(B, p)
+            B = step_batch(self.assumptions, B, p)
         b = B / p
         t = N / p
         tokens = b * S
@@ -568,6 +537,39 @@ class StepModel:
         return roofline_breakdown(
             ok, kernel_s, coll_lat, coll_bw, weight_s, act_s, part.kv_read_s, compute, part.flop
         )
+
+
+def step_batch(assumptions: Assumptions, B, p):
+    """The sequences a decode step of ``B`` over ``p`` stages is priced for: ``B`` (§A5), or
+    under ``pipeline_bubbles`` at least ``p`` (§B12): with fewer sequences than stages each
+    micro-batch holds one and crosses every stage, the others idle, so a token takes as long
+    as with ``p`` sequences."""
+    if not assumptions.pipeline_bubbles:
+        return B
+    return np.where(np.asarray(p) > 1.0, np.maximum(B, p), B)
+
+
+def searched_degrees(work: Workload, assumptions: Assumptions, features) -> tuple:
+    """(pipeline degrees, idle-stage degrees, attention degrees) searched besides the paper's
+    log grids. Node-aligned layouts (§B7): whole pipeline degrees dividing the layers and
+    whole attention degrees dividing the heads. Under pipeline bubbles (§B12) a batch smaller
+    than the stages is a launchable layout (one sequence a micro-batch, the other stages
+    idle): the powers of two up to the layers that the first hold none of, searched there."""
+    aligned = assumptions.node_aligned_layouts
+    pipe = "pipeline" in features
+    pipeline = tuple(d for d in divisors(work.layers) if d > 1) if aligned and pipe else ()
+    powers = (2**k for k in range(1, int(work.layers).bit_length()))
+    idle = (
+        tuple(d for d in powers if d <= work.layers and d not in pipeline)
+        if assumptions.pipeline_bubbles and pipe
+        else ()
+    )
+    attention = (
+        tuple(d for d in divisors(int(work.tp_heads)) if d > 1)
+        if aligned and "attention_data" in features
+        else ()
+    )
+    return pipeline, idle, attention
 
 
 def replicated_weight_bytes(model: StepModel, adiv):

@@ -29,6 +29,7 @@ from .latency import (
     divisors,
     engine_attention_degrees,
     launched_attention_degrees,
+    step_batch,
 )
 from .machine import square_split
 from .moe import fewest_copies
@@ -461,7 +462,7 @@ def whole_layout(
         if not np.any(ok):
             continue
         t = N // p
-        b = model.step_batch(B, float(p)) / p
+        b = step_batch(model.assumptions, B, float(p)) / p
         even = {two: ok & ff_splits_evenly(model, t, b, two) for two in (True, False)}
         if not (even[True].any() or even[False].any()):
             continue

@@ -23,6 +23,7 @@ from ..model.latency import (
     Breakdown,
     StepModel,
     bound_label,
+    step_batch,
 )
 from ..model.layouts import (
     Layout,
@@ -287,7 +288,9 @@ class Decoder:
         s = self.setting
         p = layout.pipeline
         t = N / p
-        b = self.target.step_batch(B, p) / p  # a micro-batch's sequences (§B12: at least one)
+        b = (
+            step_batch(self.target.assumptions, B, p) / p
+        )  # a micro-batch's sequences (§B12: at least one)
         expert = np.ones(N.shape)
         moe = [g for g in self.work.groups if g.experts > 1]
         if moe:
