@@ -248,3 +248,21 @@ def test_point_prints_its_step_as_operations_whose_times_add_up_to_its_latency()
     columns = table.columns(detail=True)
     for part in ADDITIVE_PARTS:
         assert columns[part].sum() == pytest.approx(row[part], rel=1e-12, abs=1e-18)
+
+
+@pytest.mark.parametrize("preset", ["refined", "achievable"])
+def test_a_batch_smaller_than_the_stages_lists_its_own_flop(preset):
+    """DeepSeek-R1 at 8 bits on 16 x H100 as PP2 x TP8 (§B12): one request's step takes as long
+    as two requests' (each micro-batch of one crosses both stages), and its operations state
+    the one request's FLOP, 9.19e10 (the step's, what MFU counts), half the pair's."""
+    m = model("DeepSeek-R1", "H100", preset, False)
+    alone, pair = (step_operations(m, 16, B, 1, 1000.0, 2, 1.0, False) for B in (1, 2))
+    clock = clock_of(m)
+    assert clock.total(alone) == pytest.approx(clock.total(pair), rel=1e-12)
+    listed = sum(op.flop for op in alone)
+    assert listed == pytest.approx(alone.flop, rel=1e-12)
+    assert listed == pytest.approx(float(m.breakdown(16, 1, 1, 1000.0, 2, 1.0, False).flop))
+    assert listed == pytest.approx(sum(op.flop for op in pair) / 2, rel=1e-12)
+    assert listed == pytest.approx(9.19e10, rel=1e-3)
+    # the time of each operation is the pair's: its FLOP per GPU are charged
+    assert [op.flop_per_gpu for op in alone] == [op.flop_per_gpu for op in pair]

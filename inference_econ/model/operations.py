@@ -141,8 +141,15 @@ def step_operations(model: StepModel, N, B, S, context, p, adiv, two_d: bool) ->
     fits = bool(model.fits(N, B, p, context, adiv))
     if model.engine is not None and two_d and "tensor_2d" not in model.features:
         fits = False  # no engine runs 2-D tensor parallelism (§F11)
+    ops = part_operations(model, part, S, context, adiv, two_d)
+    # §B12: fewer requests than stages are timed as ``step_batch``, micro-batches of one (their
+    # FLOP per GPU), but the FLOP an operation states are its requests' own (the step's, what
+    # MFU counts)
+    b = float(part.micro_batch)
+    if b > B / p:
+        ops = tuple(dataclasses.replace(op, flop=op.flop * B / (b * p)) for op in ops)
     return StepOperations(
-        operations=part_operations(model, part, S, context, adiv, two_d),
+        operations=ops,
         model=model,
         part=part,
         adiv=adiv,
