@@ -473,3 +473,15 @@ def test_prefill_and_request_rows_state_the_expert_degree():
     )
     assert out.exit_code == 0, out.output
     assert "expert_degree" in out.output.splitlines()[2].split(",")
+
+
+def test_a_lone_prompt_on_more_stages_states_the_expert_degree_it_is_priced_with():
+    """DeepSeek-R1 (achievable) on 64 x H100, one 100-token prompt: the search takes PP2 x TP32
+    (§B12), one prompt a micro-batch crossing both stages, priced as two prompts' step. Its
+    micro-batch is the whole prompt, 100 tokens, above the 2 x 32 = 64 that expert parallelism
+    needs: EP32, as with two prompts in flight on the same layout at the same latency."""
+    r1 = ie.make_setting("DeepSeek-R1", "H100", assumptions="achievable")
+    alone, pair = (prefill.prefill(r1, 64, 100, batch=b) for b in (1, 2))
+    assert (alone.pipeline_degree, alone.tensor_degree) == (2, 32)
+    assert alone.latency_s == pytest.approx(pair.latency_s, rel=1e-12)
+    assert alone.expert_degree == pair.expert_degree == 32

@@ -23,6 +23,7 @@ from ..model.latency import (
     StepModel,
     bound_label,
     prefill_step_model,
+    step_batch,
 )
 from ..model.layouts import (
     best_latency,
@@ -390,12 +391,13 @@ def prefill(
 def prefill_expert_degree(model: StepModel, gpus, in_flight, S, chosen) -> float:
     """The expert-parallel degree of the largest pass on ``chosen`` (its first MoE layer
     group's, as a decode point states it; 1 for a dense model): §A5's rule on the tokens of a
-    micro-batch, ``in_flight / p`` prompts of the pass's ``S[0]`` tokens each."""
+    micro-batch, ``in_flight / p`` prompts of the pass's ``S[0]`` tokens each (§B12: at least
+    one prompt, as the step is priced, ``step_batch``)."""
     moe = [g for g in model.work.groups if g.experts > 1]
     if not moe or chosen is None or not np.size(S):
         return 1.0
     p, g = float(chosen[0]), moe[0]
-    tokens = float(in_flight) / p * float(np.ravel(S)[0])
+    tokens = float(step_batch(model.assumptions, float(in_flight), p)) / p * float(np.ravel(S)[0])
     floor = model.assumptions.expert_parallel_min_batch_per_sparsity * g.sparsity
     integer, copies = model.machine.integer_layouts, model.work.redundant_experts
     return float(expert_degree(tokens, float(gpus) / p, g.experts, floor, integer, copies))
