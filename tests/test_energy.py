@@ -231,3 +231,41 @@ def test_a_demand_plan_whose_gpus_have_no_price_on_its_basis_is_bad_input(tmp_pa
     text = str(err.value)
     assert text.startswith("hardware/h200_sxm.yaml: field 'prices.on-demand': H200-SXM has no")
     assert "--burst-basis" in text and "meets" not in text
+
+
+def test_stages_left_idle_by_fewer_requests_draw_idle_power():
+    """§B12 and §G2: DeepSeek-R1 (achievable) on 16 x H100 as PP2 x TP8. Two requests keep both
+    stages working (board activity 0.777 of the dynamic range, 1,137 W of IT power a GPU);
+    one request's micro-batch crosses one stage while the other idles, at the same step
+    time, so each board works half the step: activity 0.388, 80 + 620 x 0.388 + 575 = 896 W
+    a GPU, 141 J a token (not 179, the pair's power for half its tokens). A lone 64-token
+    prompt of Llama 3.3 70B (refined, 16 bits) on 16 x H100 as PP2 x TP8 likewise."""
+    pair, alone = (
+        ie.point("DeepSeek-R1", "H100", gpus=16, batch=b, assumptions="achievable") for b in (2, 1)
+    )
+    assert (alone["pipeline_degree"], pair["pipeline_degree"]) == (2, 2)
+    assert alone["latency_s"] == pytest.approx(pair["latency_s"], rel=1e-12)
+    assert pair["board_activity"] == pytest.approx(0.7767, abs=1e-4)
+    assert alone["board_activity"] == pytest.approx(pair["board_activity"] / 2, rel=1e-12)
+    assert alone["it_power_w_per_gpu"] == pytest.approx(80 + 620 * 0.38833 + 575, rel=1e-4)
+    assert alone["joules_per_output_token"] == pytest.approx(141.18, rel=1e-4)
+    # with MTP heads the draft passes run on one stage (PP1), which works all of them: the
+    # cycle's activity is more than half the pair's (0.344 against 0.643)
+    mtp = [
+        ie.point(
+            "DeepSeek-R1", "H100", gpus=16, batch=b, draft_heads="mtp", assumptions="achievable"
+        )
+        for b in (2, 1)
+    ]
+    assert mtp[1]["pipeline_degree"] == 2
+    assert mtp[1]["board_activity"] == pytest.approx(0.3441, abs=1e-4)
+    assert mtp[0]["board_activity"] / 2 < mtp[1]["board_activity"] < mtp[0]["board_activity"]
+    s = make_setting("Llama 3.3 70B", "H100", assumptions="refined", weight_bits=16)
+    one, two = (prefill(s, 16, 64, batch=b) for b in (1, 2))
+    assert (one.pipeline_degree, two.pipeline_degree) == (2, 2)
+    assert one.latency_s == pytest.approx(two.latency_s, rel=1e-12)
+    power = load_hardware("H100").power
+    dynamic = [
+        w - power.idle_w - power.host_w for w in (one.it_power_w_per_gpu, two.it_power_w_per_gpu)
+    ]
+    assert dynamic[0] == pytest.approx(dynamic[1] / 2, rel=1e-12)

@@ -549,6 +549,15 @@ def step_batch(assumptions: Assumptions, B, p):
     return np.where(np.asarray(p) > 1.0, np.maximum(B, p), B)
 
 
+def stage_busy_share(assumptions: Assumptions, B, p):
+    """The share of a step of ``B`` sequences over ``p`` stages that each stage works:
+    ``B / step_batch`` (§B12): 1, but with fewer sequences than stages each stage runs its
+    ``B`` micro-batches of one and idles while ``p - B`` more would have crossed it, so its
+    GPUs draw the power of that share (§G2)."""
+    B = np.asarray(B, dtype=float)
+    return B / step_batch(assumptions, B, p)
+
+
 def searched_degrees(work: Workload, assumptions: Assumptions, features) -> tuple:
     """(pipeline degrees, idle-stage degrees, attention degrees) searched besides the paper's
     log grids. Node-aligned layouts (§B7): whole pipeline degrees dividing the layers and

@@ -23,6 +23,7 @@ from ..model.latency import (
     Breakdown,
     StepModel,
     bound_label,
+    stage_busy_share,
     step_batch,
 )
 from ..model.layouts import (
@@ -198,9 +199,9 @@ class Decoder:
         latency, verify = combine(
             {g: lay.latency_s for g, lay in layouts.items()}, draft_lat, self.setting.spec
         )
-        bd = self._breakdown(N, B, verify, layouts, draft_layouts)
+        bd, busy = self._breakdown(N, B, verify, layouts, draft_layouts)
         chosen = chosen_layout(layouts, verify)
-        df = self._frame(N, B, latency, draft_labels(self.setting.spec, verify), chosen, bd)
+        df = self._frame(N, B, latency, draft_labels(self.setting.spec, verify), chosen, bd, busy)
         if self.first is not None:
             df["ttft_s"] = np.broadcast_to(self._ttft(N, B, verify, chosen, draft_layouts), N.shape)
         first = [c for c in DETAIL_COLUMNS if c in df] + (["ttft_s"] if "ttft_s" in df else [])
@@ -237,7 +238,7 @@ class Decoder:
         the same layouts and speculation cycle (``verify``): what the engine would reach there
         with nothing lost (``intervals.within_bound``)."""
         bound = self.bound_decoder()
-        return np.asarray(bound._breakdown(N, B, verify, layouts, draft_layouts).latency_s)
+        return np.asarray(bound._breakdown(N, B, verify, layouts, draft_layouts)[0].latency_s)
 
     def _ttft(self, N, B, verify, chosen: Layout, draft_layouts):
         """Time to first token on the chosen layouts, plus the draft's prefill where the
@@ -251,13 +252,15 @@ class Decoder:
             ttft = ttft + np.where(verify > 1, pre, 0.0)
         return ttft
 
-    def _breakdown(self, N, B, verify, layouts, draft_layouts) -> Breakdown:
+    def _breakdown(self, N, B, verify, layouts, draft_layouts) -> tuple[Breakdown, Breakdown]:
         """The breakdown per generated token of the chosen cycle at every point: the target's
-        verification pass and the cycle's draft passes, divided by the tokens a cycle yields."""
+        verification pass and the cycle's draft passes, divided by the tokens a cycle yields;
+        and the same with each pass's sides as its stages work them (``_working``), what
+        the boards' power reads (§G2)."""
         ctx = self.setting.context_tokens
         spec, draft = self.setting.spec, self.draft
         cycles = {c.verify_tokens: c for c in spec.cycles()} if draft and spec else {}
-        out = None
+        out = working = None
         for g, lay in layouts.items():
             sel = verify == g
             if not np.any(sel):
@@ -271,8 +274,11 @@ class Decoder:
                 lay.attention_divisor[sel],
                 lay.two_d[sel],
             )
+            busy = _working(
+                part, stage_busy_share(self.target.assumptions, B[sel], lay.pipeline[sel])
+            )
             if g in cycles:
-                drafts = []
+                drafts, busy_drafts = [], []
                 for tokens, count in cycles[g].draft_passes:
                     d = draft_layouts[tokens].select(sel)
                     assert draft is not None  # cycles come from a draft
@@ -280,11 +286,20 @@ class Decoder:
                         N[sel], B[sel], tokens, ctx, d.pipeline, d.attention_divisor, d.two_d
                     )
                     drafts.append((count, bd))
+                    busy_drafts.append(
+                        (
+                            count,
+                            _working(bd, stage_busy_share(draft.assumptions, B[sel], d.pipeline)),
+                        )
+                    )
                 part = _combine(part, drafts, 1.0 / cycles[g].expected_tokens)
-            out = _scatter(out, sel, part)
-        return out if out is not None else _empty_breakdown(N.shape)
+                busy = _combine(busy, busy_drafts, 1.0 / cycles[g].expected_tokens)
+            out, working = _scatter(out, sel, part), _scatter(working, sel, busy)
+        if out is None or working is None:
+            return _empty_breakdown(N.shape), _empty_breakdown(N.shape)
+        return out, working
 
-    def _frame(self, N, B, latency, gamma, layout: Layout, bd: Breakdown) -> dict:
+    def _frame(self, N, B, latency, gamma, layout: Layout, bd: Breakdown, busy: Breakdown) -> dict:
         s = self.setting
         p = layout.pipeline
         t = N / p
@@ -337,9 +352,9 @@ class Decoder:
             N,
             B / latency,
             latency,
-            bd.compute_time_s,
-            bd.memory_time_s,
-            bd.collective_bandwidth_s,
+            busy.compute_time_s,
+            busy.memory_time_s,
+            busy.collective_bandwidth_s,
         )
         df.update(_columns(energy, N.shape))
         return df
@@ -382,6 +397,17 @@ def _combine(target: Breakdown, drafts: list, scale: float) -> Breakdown:
         return scale * value
 
     return Breakdown(**{f.name: total(f.name) for f in dataclasses.fields(Breakdown)})
+
+
+def _working(bd: Breakdown, share) -> Breakdown:
+    """``bd`` with the sides its stages work scaled by their busy ``share`` (§B12: with fewer
+    requests than stages each idles the rest of the step, ``latency.stage_busy_share``)."""
+    return dataclasses.replace(
+        bd,
+        compute_time_s=bd.compute_time_s * share,
+        memory_time_s=bd.memory_time_s * share,
+        collective_bandwidth_s=bd.collective_bandwidth_s * share,
+    )
 
 
 def _empty_breakdown(shape) -> Breakdown:

@@ -23,6 +23,7 @@ from ..model.latency import (
     StepModel,
     bound_label,
     prefill_step_model,
+    stage_busy_share,
     step_batch,
 )
 from ..model.layouts import (
@@ -449,6 +450,9 @@ def _prefill_row(
         row["compute_time_s"],
         row["memory_time_s"],
         row["collective_bandwidth_s"],
+        float(
+            stage_busy_share(model.assumptions, in_flight, p)
+        ),  # §B12: stages idle with fewer prompts
     )
     row["joules_per_input_token"] = float(energy["joules_per_output_token"])
     row["it_power_w_per_gpu"] = float(energy["it_power_w_per_gpu"])
