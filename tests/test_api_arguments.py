@@ -170,3 +170,38 @@ def test_dir_lists_the_public_names_and_no_imports():
     assert set(ie.__all__) <= set(names)
     assert "__version__" in names
     assert not {"annotations", "importlib", "_EXPORTS"} & set(names)
+
+
+def test_request_prefill_prices_and_disaggregation_read_numbers_given_as_text(setting):
+    """A number given as text passes the checks as its number, so it prices as the number
+    does (not a TypeError from inside)."""
+    from inference_econ.api import compare_disaggregation
+
+    as_text = ie.request_view(
+        setting, gpus="2", batch="16", prompt_tokens="2000", output_tokens="200",
+        prefill_batch="2", cached_fraction="0.5",
+    )  # fmt: skip
+    as_numbers = ie.request_view(
+        setting, gpus=2, batch=16, prompt_tokens=2000, output_tokens=200, prefill_batch=2,
+        cached_fraction=0.5,
+    )  # fmt: skip
+    for column in ("ttft_s", "e2e_latency_s", "usd_per_request", "cached_tokens"):
+        assert as_text[column] == pytest.approx(as_numbers[column], rel=1e-12)
+    text_pass = ie.prefill_pass(
+        setting, gpus="2", prompt_tokens="2000", batch="2", cached_tokens="100", chunk_tokens="512"
+    )
+    number_pass = ie.prefill_pass(
+        setting, gpus=2, prompt_tokens=2000, batch=2, cached_tokens=100, chunk_tokens=512
+    )
+    assert text_pass["latency_s"] == pytest.approx(number_pass["latency_s"], rel=1e-12)
+    assert text_pass["chunks"] == number_pass["chunks"] == 4
+    ratio = ie.price_ratio("Llama 3 8B", "H100-paper", context_tokens="2000")
+    assert ratio["output_to_input_price_ratio"] == pytest.approx(
+        ie.price_ratio("Llama 3 8B", "H100-paper", context_tokens=2000)[
+            "output_to_input_price_ratio"
+        ],
+        rel=1e-12,
+    )
+    text_pools = compare_disaggregation(setting, "2000", "200", "2", "16")
+    number_pools = compare_disaggregation(setting, 2000, 200, 2, 16)
+    assert list(text_pools["ttft_s"]) == pytest.approx(list(number_pools["ttft_s"]), rel=1e-12)

@@ -73,7 +73,7 @@ def compare(
     """Co-located against disaggregated serving of one request mix at a decode configuration:
     the decode instance at §A5's continuous layout, or with ``discrete`` a whole one (§B7), and
     so the prefill pool's passes. ``attrs["decode_layout"]`` is the decode instance's row."""
-    table.check_each(
+    checked = table.check_each(  # normalised: a number given as text read as its number
         {
             "prompt_tokens": prompt_tokens,
             "output_tokens": output_tokens,
@@ -82,6 +82,9 @@ def compare(
             "prefill_gpus": prefill_gpus,
         }
     )
+    prompt_tokens, output_tokens = checked["prompt_tokens"], checked["output_tokens"]
+    decode_gpus, decode_batch = checked["gpus"], checked["batch"]
+    prefill_gpus = checked["prefill_gpus"]
     if prompt_tokens is None:
         raise SpecError("argument", "prompt_tokens", "is missing", "give the prompt length")
     check_number(min_prefill_tokens, "argument", "min_prefill_tokens", minimum=1, maximum=1e9)

@@ -259,8 +259,11 @@ def cache_note(prompt_tokens: float, cached_fraction: float) -> str | None:
     return None
 
 
-def _validate(prompt_tokens, cached_tokens, batch, gpus, chunk_tokens):
-    """The numbers of a prefill, checked against the rows of the table of settings."""
+def _validate(prompt_tokens, cached_tokens, batch, gpus, chunk_tokens) -> tuple:
+    """The numbers of a prefill, checked against the rows of the table of settings and
+    normalised (a number given as text read as its number): (prompt tokens, cached tokens,
+    batch, gpus, chunk tokens)."""
+    checked = []
     for name, value in (
         ("prompt_tokens", prompt_tokens),
         ("prefill_batch", batch),
@@ -268,9 +271,10 @@ def _validate(prompt_tokens, cached_tokens, batch, gpus, chunk_tokens):
     ):
         if value is None:
             raise SpecError("argument", name, "is missing", table.option(name).help)
-        table.option(name).check(value)
-    table.option("chunk_tokens").check(chunk_tokens)
-    check_number(
+        checked.append(table.option(name).check(value))
+    prompt_tokens, batch, gpus = checked
+    chunk_tokens = table.option("chunk_tokens").check(chunk_tokens)
+    cached_tokens = check_number(
         cached_tokens,
         "argument",
         "cached_tokens",
@@ -278,6 +282,7 @@ def _validate(prompt_tokens, cached_tokens, batch, gpus, chunk_tokens):
         maximum=float(prompt_tokens) - 1,
         unit="tokens",
     )
+    return prompt_tokens, float(cached_tokens), batch, gpus, chunk_tokens
 
 
 def _run_passes(model: StepModel, setting: Setting, gpus, N, B, S, context, layout, whole: bool):
@@ -368,7 +373,9 @@ def prefill(
     expect(
         setting, Setting, "setting", "a Setting", "build one with ie.make_setting(model, hardware)"
     )
-    _validate(prompt_tokens, cached_tokens, batch, gpus, chunk_tokens)
+    prompt_tokens, cached_tokens, batch, gpus, chunk_tokens = _validate(
+        prompt_tokens, cached_tokens, batch, gpus, chunk_tokens
+    )
     check_context(setting.model, float(prompt_tokens))
     whole = layout is None and discrete
     if whole:

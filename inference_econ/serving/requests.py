@@ -123,7 +123,7 @@ def request(
     expect(setting, Setting, "setting", "a Setting", "make one with ie.make_setting(model, gpu)")
     if cached_fraction is None:
         cached_fraction = 0.0  # None: nothing cached, as the default
-    pb = _checked_prefill_batch(
+    gpus, batch, prompt_tokens, output_tokens, pb, cached_fraction = _checked_request(
         gpus, batch, prompt_tokens, output_tokens, prefill_batch, cached_fraction
     )
     cached = cached_prompt_tokens(prompt_tokens, cached_fraction)
@@ -215,12 +215,14 @@ def _ordered_keys(row: pd.Series, out: dict) -> list[str]:
     return keys + [k for k in out if k not in keys]
 
 
-def _checked_prefill_batch(
+def _checked_request(
     gpus, batch, prompt_tokens, output_tokens, prefill_batch, cached_fraction
-) -> float:
-    """The prompts prefilled together (default 1), once the request view's arguments are
-    checked: a prompt length given, and no more prompts prefilled together than decode."""
-    table.check_each(
+) -> tuple:
+    """The request view's arguments checked and normalised (a number given as text read as
+    its number): (gpus, batch, prompt tokens, output tokens, prompts prefilled together,
+    default 1, cached fraction), a prompt length given and no more prompts prefilled together
+    than decode."""
+    checked = table.check_each(
         {
             "gpus": gpus,
             "batch": batch,
@@ -230,9 +232,10 @@ def _checked_prefill_batch(
             "cached_fraction": cached_fraction,
         }
     )
-    if prompt_tokens is None:
+    if checked["prompt_tokens"] is None:
         raise SpecError("argument", "prompt_tokens", "is missing", "give the prompt length")
-    pb = float(prefill_batch or 1.0)
+    batch = checked["batch"]
+    pb = float(checked["prefill_batch"] or 1.0)
     if pb > float(batch):  # the prompts prefilled together then decode in the batch
         raise SpecError(
             "argument",
@@ -240,7 +243,10 @@ def _checked_prefill_batch(
             f"is {pb:g}, more prompts than the decode batch of {float(batch):g} holds",
             f"prompts prefilled together go on to decode together: give at most {float(batch):g}",
         )
-    return pb
+    return (
+        checked["gpus"], batch, checked["prompt_tokens"], checked["output_tokens"], pb,
+        checked["cached_fraction"],
+    )  # fmt: skip
 
 
 def _first_token(setting, gpus, batch, n_in, pb, cached, on_layout, decoder, draft, verify):

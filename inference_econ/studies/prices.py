@@ -33,13 +33,14 @@ def price_ratio(
     tokens so the prefill is efficient. ``method`` searches the decode frontier (default: the
     paper's grid).
     """
-    table.check_each(
+    checked = table.check_each(  # normalised: a number given as text read as its number
         {
             "context_tokens": context_tokens,
             "prompt_tokens": prompt_tokens,
             "output_tokens": output_tokens,
         }
     )
+    context_tokens, prompt_tokens = checked["context_tokens"], checked["prompt_tokens"]
     if context_tokens is None:
         raise SpecError("argument", "context_tokens", "is missing", "give the decode context")
     expect(method, Method, "method", "a Method", "e.g. ie.Method('grid'), or leave it out")
