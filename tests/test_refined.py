@@ -223,3 +223,15 @@ def test_gb200_nvl72_scale_up_domain_beats_hgx_b200():
     # attention (charged on the fast path since the breakdown fix) even it out from 170
     speeds = np.array([120.0, 150.0])
     assert np.all(ds_nvl.cost_at_speed(speeds) < 0.95 * ds_hgx.cost_at_speed(speeds))
+
+
+def test_show_critical_batch_is_where_the_presets_own_step_balances():
+    """B* = F·wb/(2·BW) at the rates the preset's roofline step runs at: the paper's 70 %
+    FLOP and 75 % HBM of the H100 SXM datasheet; refined's measured dense BF16 GEMM
+    (955.96 TFLOP/s) and HBM stream (3.179 TB/s); an engine profile's its ideal bound's."""
+    paper = ie.model_summary("Llama 3 70B", "H100")["critical_batch"]
+    refined = ie.model_summary("Llama 3 70B", "H100", assumptions="refined")["critical_batch"]
+    achievable = ie.model_summary("Llama 3 70B", "H100", assumptions="achievable")
+    assert paper == pytest.approx(989.4e12 * 0.7 * 2 / (2 * 3.35e12 * 0.75), rel=1e-9)
+    assert refined == pytest.approx(955.96e12 * 2 / (2 * 3.17915e12), rel=1e-6)
+    assert achievable["critical_batch"] == pytest.approx(refined, rel=1e-12)

@@ -21,7 +21,7 @@ from .. import settings as table
 from ..errors import SpecError, short
 from ..model.assumptions import Assumptions, preset
 from ..model.latency import StepModel
-from ..model.machine import flop_rates, min_gpus
+from ..model.machine import min_gpus
 from ..model.workload import compile_workload
 from ..serving.decode import evaluate, evaluate_columns
 from ..serving.setting import Setting
@@ -425,6 +425,7 @@ def model_summary(
         GPU holds beside the weights.
     """
     from ..model.moe import routing_of
+    from ..serving.intervals import ideal_assumptions
 
     arch: Architecture = load_model(model).with_precision(
         weight_bits, activation_bits, kv_cache_bits
@@ -432,9 +433,15 @@ def model_summary(
     gpu: GPU = load_hardware(hardware)
     a = preset(assumptions)
     work = compile_workload(arch, a)
-    flop = flop_rates(gpu, work.weight_bits, a)[1]
-    bw = gpu.sustained_hbm_bandwidth_bytes_per_s
+    step = StepModel(work, gpu, a)
     sparsity = max(g.sparsity for g in work.groups)
+    # the rates the preset's roofline step reads weights and multiplies at (refined: the
+    # measured HBM stream and kernel ceilings, §B14-§B15; an engine profile's, whose
+    # efficiencies apply per kernel class, its ideal bound's), the routed experts' for a MoE
+    bound = ideal_assumptions(a)
+    machine = step.machine if bound is a else StepModel(work, gpu, bound).machine
+    flop = machine.expert_flop_per_s if sparsity > 1 else machine.flop_per_s
+    bw = machine.hbm_bandwidth_bytes_per_s
     return {
         "name": arch.name,
         "description": arch.description,
@@ -472,9 +479,7 @@ def model_summary(
         # tokens of KV cache one GPU holds beside the weights, as the step model sizes the
         # cache (§A5's reserve; under an engine §F8's share of the memory its workspace and a
         # step's activations leave; not the model's window)
-        "kv_tokens_beside_weights_one_gpu": max(
-            0.0, float(StepModel(work, gpu, a).kv_capacity_bytes(1))
-        )
+        "kv_tokens_beside_weights_one_gpu": max(0.0, float(step.kv_capacity_bytes(1)))
         / work.kv_bytes_per_token,
     }
 

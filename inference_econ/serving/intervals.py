@@ -41,6 +41,8 @@ from .support import Support, class_bands, layout_class, row_layouts, support_li
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..model.assumptions import Assumptions
+
 
 #: The band of one configuration's step (a fixed batch on a fixed layout: ``point``,
 #: ``frontier``, ``request``), in a time's orientation. Its time per output token, speed,
@@ -770,14 +772,19 @@ def ideal(setting: Setting) -> Setting:
     """The setting's ideal bound: the same modelling choices with no engine profile (the
     achievable preset's bound is the refined preset) and so no engine's schedule (two-batch
     overlap: the bound charges the exchange in series, docs/model-part-f.md §F7)."""
-    import dataclasses
-
     a = setting.assumptions
     if not a.achievable:
         return setting
+    return setting.replace(assumptions=ideal_assumptions(a))
+
+
+def ideal_assumptions(a: Assumptions) -> Assumptions:
+    """The preset's ideal bound (``ideal``): itself without an engine profile, else the same
+    choices with none (the achievable preset's bound is the refined preset)."""
+    if not a.achievable:
+        return a
     name = "refined" if a.name == "achievable" else a.name
-    bound = dataclasses.replace(a, name=name, engine=None, two_batch_overlap=False, deepep=False)
-    return setting.replace(assumptions=bound)
+    return dataclasses.replace(a, name=name, engine=None, two_batch_overlap=False, deepep=False)
 
 
 def coverage_note(setting: Setting, layout: str = "TP", scenario=None, names=None) -> str | None:
