@@ -42,8 +42,8 @@ ARCHITECTURES = (
 #: ignores the configuration elsewhere. The list as of commit 0e626045 (December 2025, the 1.2
 #: line; the v1.2.1 tag itself was not read): DeepseekV3, DeepseekV32, GptOss, Mixtral, Llama4,
 #: Qwen2Moe, Qwen3Moe. GptOssForCausalLM came with NVIDIA/TensorRT-LLM PR #8886, "Enable EPLB
-#: for trtllm-gen and cutlass backend", which the 1.2 release notes list (docs/source/
-#: release-notes.md); the catalog holds no DeepSeek-V3.2.
+#: for trtllm-gen and cutlass backend", which TensorRT-LLM's release notes list under
+#: 1.2; the catalog holds no DeepSeek-V3.2.
 BALANCED = {
     "vllm": frozenset(
         {
