@@ -397,6 +397,17 @@ def study(
     )
 
 
+def _roofline_rates(work, gpu: GPU, a: Assumptions, step: StepModel, sparsity: float):
+    """(FLOP/s, HBM bytes/s) of the preset's roofline step: under an engine profile its ideal
+    bound's (§B14-§B15), the routed experts' FLOP/s for a MoE."""
+    from ..serving.intervals import ideal_assumptions
+
+    bound = ideal_assumptions(a)
+    machine = step.machine if bound is a else StepModel(work, gpu, bound).machine
+    flop = machine.expert_flop_per_s if sparsity > 1 else machine.flop_per_s
+    return flop, machine.hbm_bandwidth_bytes_per_s
+
+
 def model_summary(
     model,
     hardware="H100-paper",
@@ -425,7 +436,6 @@ def model_summary(
         GPU holds beside the weights.
     """
     from ..model.moe import routing_of
-    from ..serving.intervals import ideal_assumptions
 
     arch: Architecture = load_model(model).with_precision(
         weight_bits, activation_bits, kv_cache_bits
@@ -435,13 +445,7 @@ def model_summary(
     work = compile_workload(arch, a)
     step = StepModel(work, gpu, a)
     sparsity = max(g.sparsity for g in work.groups)
-    # the rates the preset's roofline step reads weights and multiplies at (refined: the
-    # measured HBM stream and kernel ceilings, §B14-§B15; an engine profile's, whose
-    # efficiencies apply per kernel class, its ideal bound's), the routed experts' for a MoE
-    bound = ideal_assumptions(a)
-    machine = step.machine if bound is a else StepModel(work, gpu, bound).machine
-    flop = machine.expert_flop_per_s if sparsity > 1 else machine.flop_per_s
-    bw = machine.hbm_bandwidth_bytes_per_s
+    flop, bw = _roofline_rates(work, gpu, a, step, sparsity)
     return {
         "name": arch.name,
         "description": arch.description,
