@@ -211,8 +211,9 @@ class StepModel:
     def fits(self, N, B, p, context, adiv=1.0):
         """Weights plus KV cache fit in HBM with room to spare, and the pipeline is not deeper
         than N or B (§A5; under §B12's bubbles it may be deeper than B, stages left idle). A
-        count whose weights exactly fill HBM has no room for anything else and does not fit. With attention divisor ``adiv`` (1: attention tensor-parallel over
-        the whole stage) the KV copies of §B13 count too; ``adiv=None`` leaves them out (the
+        count whose weights exactly fill HBM has no room for anything else and does not fit.
+        With attention divisor ``adiv`` (1: attention tensor-parallel over the whole stage)
+        the KV copies of §B13 count too; ``adiv=None`` leaves them out (the
         test every divisor must pass, before the divisors are searched)."""
         # in float64 whatever the search's precision: a point is feasible or not, exactly
         N, B, p = (np.asarray(x, dtype=np.float64) for x in (N, B, p))
