@@ -271,8 +271,7 @@ class StepModel:
         structures, which do not depend on ``S``."""
         w, m = self.work, self.machine
         held = B  # the sequences whose cache is resident and whose FLOP the step does
-        if not charged:
-            B = step_batch(self.assumptions, B, p)
+        B = B if charged else step_batch(self.assumptions, B, p)
         b = B / p
         t = N / p
         tokens = b * S
