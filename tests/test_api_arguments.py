@@ -205,3 +205,31 @@ def test_request_prefill_prices_and_disaggregation_read_numbers_given_as_text(se
     text_pools = compare_disaggregation(setting, "2000", "200", "2", "16")
     number_pools = compare_disaggregation(setting, 2000, 200, 2, 16)
     assert list(text_pools["ttft_s"]) == pytest.approx(list(number_pools["ttft_s"]), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("given", "words"),
+    [
+        ({"max_model_len": "long"}, "field 'max_model_len': expected a number in tokens"),
+        ({"max_model_len": math.nan}, "field 'max_model_len': is nan"),
+        ({"max_model_len": 300.5}, "field 'max_model_len': is 300.5"),
+        ({"max_model_len": True}, "field 'max_model_len': expected a number"),
+        ({"checkpoint": 5}, "field 'checkpoint': expected text, got 5"),
+    ],
+)
+def test_export_refuses_launch_options_of_the_wrong_type(given, words):
+    from inference_econ import api
+
+    point = dict(gpus=1, batch=8, prompt_tokens=200, output_tokens=40)
+    with pytest.raises(ie.SpecError, match=words):
+        api.export("Llama 3.1 8B", "H100", engine="vllm", **point, **given)
+
+
+def test_export_reads_a_max_model_len_given_as_text_as_its_number():
+    from inference_econ import api
+    from inference_econ.export.engine_configs import launch_script
+
+    point = dict(gpus=1, batch=8, prompt_tokens=200, output_tokens=40)
+    plan = api.export("Llama 3.1 8B", "H100", engine="vllm", max_model_len="300", **point)
+    assert plan.max_model_len == 300
+    assert "--max-model-len 300 " in launch_script(plan)

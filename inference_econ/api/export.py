@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import settings as table
-from ..errors import InfeasibleError, SpecError
+from ..errors import InfeasibleError, SpecError, short
 from .problem import setting_of
 
 if TYPE_CHECKING:  # imported on first use: the command line starts without them
@@ -81,7 +81,7 @@ def export(
 
     _check_export(engine, plan, settings, hardware)
     _plan_arguments(plan, gpus=gpus, batch=batch, prefill_gpus=prefill_gpus, pick=pick, speed=speed)
-    launch_options = {name: settings.pop(name, None) for name in LAUNCH_OPTIONS}
+    launch_options = _launch_options(settings)
     settings.setdefault("assumptions", table.default("assumptions", "export"))
     if settings["assumptions"] == "achievable":
         settings.setdefault("engine", engine)
@@ -101,6 +101,26 @@ def export(
     if plan == "disagg":
         return _clock_noted(launch.disagg_plan(*request, prefill_gpus, **launch_options))
     return _clock_noted(launch.point_plan(*request, **source, **launch_options))
+
+
+def _launch_options(settings: dict) -> dict:
+    """The launch's own options (``LAUNCH_OPTIONS``), taken out of ``settings`` and checked as
+    the command line checks them: ``max_model_len`` a whole number of tokens, ``checkpoint``
+    text (a number or a list had reached the launch as it was, or failed in a comparison)."""
+    from ..specs.schema import check_number
+
+    options = {name: settings.pop(name, None) for name in LAUNCH_OPTIONS}
+    if options["max_model_len"] is not None:
+        options["max_model_len"] = check_number(
+            options["max_model_len"], "argument", "max_model_len",
+            minimum=1, maximum=table.MAX_TOKENS, integer=True, unit="tokens",
+        )  # fmt: skip
+    if options["checkpoint"] is not None and not isinstance(options["checkpoint"], str):
+        raise SpecError(
+            "argument", "checkpoint", f"expected text, got {short(options['checkpoint'])}",
+            "give a Hugging Face repository id (org/model) or a path (./model)",
+        )  # fmt: skip
+    return options
 
 
 def _exported_gpus(hardware) -> list:
