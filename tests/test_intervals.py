@@ -191,6 +191,25 @@ def test_the_confident_plan_is_never_smaller_than_the_expected_one(plan, low, mo
         with_odds(plan, 0.95)
 
 
+@pytest.mark.parametrize("level", [0.85, 0.5, 1.0, 90])
+def test_capacity_refuses_a_confidence_between_the_levels_before_any_search(level):
+    """Only the intervals' own levels size a plan; any other is refused as it is read, before a
+    single candidate is simulated (it had been refused after the whole expected search)."""
+    said = []
+    with pytest.raises(ie.SpecError, match=r"field 'confidence': is .* \(choose 0.8 or 0.9\)"):
+        ie.capacity("Llama 3.1 8B", "H100", arrival_rate_per_s=5, input_lengths="1000",
+                    output_lengths="200", requests=300, slo_tpot_p99_s=0.03,
+                    confidence=level, progress=said.append)  # fmt: skip
+    assert said == []
+
+
+def test_the_confidence_setting_takes_the_levels_the_intervals_have():
+    from inference_econ.serving.figure_labels import LEVELS
+    from inference_econ.settings import table
+
+    assert table.BY_NAME["confidence"].levels == tuple(v / 100 for v in LEVELS)
+
+
 def test_the_confident_plan_states_its_support_and_says_when_it_extrapolates(plan, monkeypatch):
     """One H100 per instance, dense, tensor-parallel, TensorRT-LLM, served under load: a class
     in support as shipped; with no class in support (every kind pooled) the plan says it

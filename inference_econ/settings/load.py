@@ -513,6 +513,5 @@ class DeploymentOptions:
         0.9,
         help="Also size the plan for the targets to hold at the pessimistic end of this interval"
         " of the expected figures (0.8 or 0.9; docs/model.md §F12).",
-        minimum=0.8,
-        maximum=0.9,
+        levels=(0.8, 0.9),
     )

@@ -11,6 +11,7 @@ reads their defaults from the same fields (``TargetOptions.slo_ttft_p99_s``).
 from __future__ import annotations
 
 import dataclasses
+import math
 import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -57,6 +58,9 @@ class Option:
     #: None is allowed and means "not given" (e.g. the model file's own precision).
     optional: bool = False
     choices: tuple[str, ...] = ()
+    #: The only values a number setting takes (``confidence``: the intervals' levels), where
+    #: a value between them has no meaning; refused as it is read, before any work.
+    levels: tuple[float, ...] = ()
     #: The command-line flag; default ``--`` + the name with dashes.
     flag: str = ""
     #: A text setting that a number stands for too, as its text (``input_lengths=500`` is
@@ -126,6 +130,11 @@ class Option:
                 integer=self.kind == "integer",
                 unit=self.unit,
             )
+            if self.levels and not any(math.isclose(value, v) for v in self.levels):
+                raise SpecError(
+                    source, field, f"is {short(value)}",
+                    f"choose {' or '.join(f'{v:g}' for v in self.levels)}",
+                )  # fmt: skip
             return value if self.kind == "integer" else float(value)
         if self.kind == "flag":
             if not isinstance(value, bool):
