@@ -273,13 +273,17 @@ def test_an_option_beside_a_fleet_file_is_named_with_the_fix_that_applies(given,
         (lambda f: f["defaults"].update(engine="vlm"), "defaults.engine", "did you mean"),
         (lambda f: f["models"][1].pop("arrival_rate_per_s"), "models[1].arrival_rate_per_s",
          "give 'arrival_rate_per_s' to models[1] or under 'defaults'"),
+        (lambda f: [f["defaults"].pop(k) for k in ("slo_ttft_p99_s", "slo_tpot_p99_s")],
+         "models[0].slo_ttft_p99_s",
+         "(give slo_ttft_p99_s, slo_tpot_p99_s or slo_e2e_p99_s to models[0] or under "
+         "'defaults' (examples/fleet.yaml))"),
     ],
 )  # fmt: skip
 def test_a_field_of_the_defaults_is_named_there_and_a_missing_one_where_to_give_it(
     tmp_path, change, field, fix
 ):
-    # an engine misspelt under defaults had been named 'models[0].engines', and a missing
-    # rate's fix had said to give --rate
+    # an engine misspelt under defaults had been named 'models[0].engines', a missing rate's
+    # fix had said to give --rate, and no target's had named flags refused beside --fleet
     fleet = _fleet("vllm")
     change(fleet)
     with pytest.raises(SpecError) as err:

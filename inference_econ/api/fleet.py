@@ -155,6 +155,11 @@ def _model(source: str, i: int, entry: Any, defaults: dict, gpus, shared_from: s
         fix = exc.fix
         if exc.problem == "is missing":  # the API's fix names a flag: say where the file sets it
             fix = f"give '{field}' to {where} or under 'defaults' (examples/fleet.yaml)"
+        elif exc.problem == "no latency target given":  # its fix names flags --fleet refuses
+            fix = (
+                f"give slo_ttft_p99_s, slo_tpot_p99_s or slo_e2e_p99_s to {where} or under "
+                "'defaults' (examples/fleet.yaml)"
+            )
         raise SpecError(source, at, exc.problem, fix) from None
     return FleetModel(name, tuple(chosen), inputs.traffic, inputs.targets, inputs.config)
 
