@@ -277,6 +277,9 @@ def test_yaml_fast_path_reads_what_the_strict_loader_reads():
     assert _plain("a: 1\nb: [1, 2\n")
     with pytest.raises(SpecError, match="line 3: expected ',' or ']', but got '<stream end>'"):
         parse_yaml("a: 1\nb: [1, 2\n", "f.yaml")
+    # a .json file is read by the same parser, and its error says which format it was written in
+    with pytest.raises(SpecError, match=r"f\.JSON: not valid JSON \(read as YAML\) at line 2"):
+        parse_yaml('{"a": [1,\n', "f.JSON")
 
 
 def test_values_no_type_holds_and_half_characters_are_refused_by_field():

@@ -183,27 +183,34 @@ def _parsed(text: str, source: str):
             return yaml.load(text, Loader=FAST_LOADER)  # noqa: S506 - a CSafeLoader subclass
         except (yaml.YAMLError, ValueError, OverflowError, UnicodeEncodeError):
             pass  # the strict loader reports it, with its own message and line
+    kind = _kind(source)
     try:
         return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.reader.ReaderError as exc:
         line = text[: exc.position].count("\n") + 1
-        raise SpecError(source, "", f"not valid YAML at line {line}: {exc.reason}") from None
+        raise SpecError(source, "", f"not valid {kind} at line {line}: {exc.reason}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
-        raise SpecError(source, "", f"not valid YAML{line}: {str(problem)[:160]}") from None
+        raise SpecError(source, "", f"not valid {kind}{line}: {str(problem)[:160]}") from None
     except RecursionError:  # the parser itself (flow collections) before MAX_DEPTH is reached
         raise SpecError(
-            source, "", f"not valid YAML: nested deeper than {MAX_DEPTH} levels"
+            source, "", f"not valid {kind}: nested deeper than {MAX_DEPTH} levels"
         ) from None
     except (ValueError, OverflowError) as exc:  # a scalar its tag cannot hold: 2025-13-45
         raise SpecError(
             source,
             "",
-            f"not valid YAML: a value its type cannot hold ({str(exc).split(';')[0][:120]})",
+            f"not valid {kind}: a value its type cannot hold ({str(exc).split(';')[0][:120]})",
             "quote it to keep it as text, or write a valid value",
         ) from None
+
+
+def _kind(source: str) -> str:
+    """What a file's parse error calls it: a ``.json`` file is read by the YAML parser (JSON is
+    YAML), and its user should not be told it wrote bad YAML."""
+    return "JSON (read as YAML)" if str(source).lower().endswith(".json") else "YAML"
 
 
 def load_yaml(path: Path) -> dict:
