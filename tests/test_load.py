@@ -852,6 +852,7 @@ def test_excluded_candidates_are_marked_not_priced_at_infinity(llama8b):
     )
     assert said[2].endswith("-> 1 instance (excluded)")
     assert Deployment(1, 3).describe() == "3 x 1 GPU" and plan.result.layout.startswith("2 GPUs:")
+    assert Deployment(1, 51126977).describe() == "51,126,977 x 1 GPU"  # a count read at a glance
     df = plan.candidates.set_index("gpus_per_instance")
     assert df["excluded"].tolist() == [False, True, True] and df.index.tolist() == [2, 4, 1]
     assert df.loc[2, "chosen"] and df.loc[2, "usd_per_hour"] == pytest.approx(4.2)

@@ -82,11 +82,11 @@ class Deployment:
 
     def describe(self) -> str:
         main = (
-            f"{self.instances} x {self.gpus_per_instance} {plural(self.gpus_per_instance, 'GPU')}"
+            f"{self.instances:,} x {self.gpus_per_instance} {plural(self.gpus_per_instance, 'GPU')}"
         )
         if not self.disaggregated:
             return main
-        pre = f"{self.prefill_instances} x {self.prefill_gpus_per_instance} {plural(self.prefill_gpus_per_instance, 'GPU')}"
+        pre = f"{self.prefill_instances:,} x {self.prefill_gpus_per_instance} {plural(self.prefill_gpus_per_instance, 'GPU')}"
         if self.prefill_setting is not None:
             pre += f" {self.prefill_setting.gpu.name}"
         return f"prefill {pre} + decode {main}"

@@ -160,7 +160,9 @@ def _held_text(knee: Knee, row: dict) -> str:
         return "no load meets the targets" if knee.evaluated else knee.reason
     excluded = " (excluded)" if row["excluded"] else ""
     count = row["instances"]
-    return f"{knee.max_rate_per_s:.4g} req/s each -> {count} {plural(count, 'instance')}{excluded}"
+    return (
+        f"{knee.max_rate_per_s:.4g} req/s each -> {count:,} {plural(count, 'instance')}{excluded}"
+    )
 
 
 def _options(rows: list[dict], mixed: bool = False) -> list[tuple[float, int, Setting, Deployment]]:
