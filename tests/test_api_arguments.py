@@ -233,3 +233,12 @@ def test_export_reads_a_max_model_len_given_as_text_as_its_number():
     plan = api.export("Llama 3.1 8B", "H100", engine="vllm", max_model_len="300", **point)
     assert plan.max_model_len == 300
     assert "--max-model-len 300 " in launch_script(plan)
+
+
+@pytest.mark.parametrize("speed", [-1, 0, "fast", math.nan, 1e400])
+def test_export_names_a_bad_speed_as_speed(speed):
+    from inference_econ import api
+
+    with pytest.raises(ie.SpecError, match=r"argument: field 'speed': .*expected a number > 0"):
+        api.export("Llama 3.1 8B", "H100", engine="vllm", plan="frontier", speed=speed,
+                   prompt_tokens=200, output_tokens=40)  # fmt: skip

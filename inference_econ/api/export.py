@@ -341,6 +341,8 @@ def _frontier_pick(
             "give one of pick or speed",
             f"pick {', '.join(FRONTIER_PICKS)}, or speed in tokens/s per request",
         )
+    if speed is not None:  # the bounds of at_speed, the same quantity, named as given here
+        speed = table.option("at_speed").check(speed, "argument", "speed")
     from ..optimise.method import make_method
     from ..optimise.optimiser import frontier
 
