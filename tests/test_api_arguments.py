@@ -242,3 +242,48 @@ def test_export_names_a_bad_speed_as_speed(speed):
     with pytest.raises(ie.SpecError, match=r"argument: field 'speed': .*expected a number > 0"):
         api.export("Llama 3.1 8B", "H100", engine="vllm", plan="frontier", speed=speed,
                    prompt_tokens=200, output_tokens=40)  # fmt: skip
+
+
+@pytest.fixture
+def no_search(monkeypatch):
+    """Every frontier of a sweep refused: a test that passes with it searched nothing."""
+
+    def searched(*args, **kwargs):
+        raise AssertionError("a frontier was searched before the arguments were checked")
+
+    monkeypatch.setattr("inference_econ.studies.sensitivity.frontier", searched)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--param", "hbm_bandwith"),
+         "--param: unknown parameter 'hbm_bandwith' (did you mean 'hbm_bandwidth'"),
+        (("--param", "price", "--values", "1,0"),
+         "--values (price): is 0 (expected a number > 0 and <= 1000000)"),
+        (("--param", "acceptance", "--values", "0.5"),
+         "--acceptance: the setting has no speculation (give a draft model (--draft) or draft "
+         "heads (--draft-heads) to vary the acceptance)"),
+    ],
+)  # fmt: skip
+def test_sweep_refuses_a_bad_option_before_the_base_frontier(no_search, args, message):
+    result = CliRunner().invoke(main, ["sweep", "Llama 3 8B", "-H", "H100-paper", *args])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error: {message}") and result.stderr.count("\n") == 1
+
+
+def test_tornado_refuses_a_factor_the_gpu_cannot_take_before_the_base_frontier(no_search, tmp_path):
+    gpu = tmp_path / "pricey.yaml"
+    gpu.write_text("name: Pricey\nderive_from: H100-paper\nprice_usd_per_hour: 6.0e8\n")
+    figure = tmp_path / "tornado.png"
+    result = CliRunner().invoke(
+        main, ["sweep", "Llama 3 8B", "-H", str(gpu), "--tornado", str(figure)]
+    )
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        "error: --tornado (price): x2: scaled by 2, price_usd_per_hour is 1.2e+09 in USD/hour "
+        "(expected a number >= 1e-06 and <= 1e+09)\n"
+    )
+    assert not figure.exists()
+    with pytest.raises(ie.SpecError, match=r"field 'parameters \(price\)': x2"):
+        ie.elasticities(ie.make_setting("Llama 3 8B", str(gpu)), at_speed=100)

@@ -398,9 +398,8 @@ def sweep(
     if tornado:
         from ..output.plots import save, tornado_figure, tornado_title
 
-        progress(f"base frontier of {setting.name}")
-        speed = at_speed if at_speed is not None else api.default_speed(setting, method)
-        result = api.elasticities(setting, speed, progress, method)
+        result = _tornado_elasticities(setting, at_speed, progress, method)
+        speed = float(result["at_speed_tokens_per_s"].iloc[0])
         meta["at_speed_tokens_per_s"] = speed
         title = tornado_title(setting, speed, at_speed is None)
         notes = (
@@ -423,7 +422,6 @@ def sweep(
         raise SpecError(
             "argument", "--param", "is missing", "name a parameter, or ask for --tornado"
         )
-    progress(f"base frontier of {setting.name}")
     result = api.sweep(setting, parameter, list(values), at_speed, progress, method)
     swept = {"context": "context_tokens", "acceptance": "acceptance"}.get(parameter)
     if swept in meta:  # a value each row states, not the base setting's
@@ -433,6 +431,22 @@ def sweep(
     title = f"{parameter}: {setting.name}"
     notes = _out_of_reach(result, given=at_speed is not None)
     click.echo(stated_table(result, format, setting, title, meta, notes), nl=False)
+
+
+def _tornado_elasticities(setting, at_speed, progress, method):
+    """``api.elasticities`` of every factor, a factor the setting cannot take (x2 of a GPU's
+    price past its bound) refused as the tornado's: --tornado chose the factors, not an option
+    named ``parameters``."""
+    from .. import api
+
+    try:
+        return api.elasticities(setting, at_speed, progress, method)
+    except SpecError as exc:
+        if not exc.field.startswith("parameters"):
+            raise
+        which = exc.field.removeprefix("parameters")
+        fix = exc.fix or "choose a GPU whose figures can be halved and doubled"
+        raise SpecError("argument", f"tornado{which}", exc.problem, fix) from None
 
 
 def _out_of_reach(result, given: bool) -> list[str]:

@@ -109,6 +109,18 @@ def vary(setting: Setting, parameter: str, value: float, field: str = "") -> Set
     return setting.replace(spec=setting.spec.with_acceptance(value))
 
 
+#: The factors an elasticity is measured between (d ln metric / d ln factor over x0.5 to x2).
+ELASTICITY_FACTORS = (0.5, 2.0)
+
+
+def _base_speed(setting: Setting, method: Method, progress) -> float:
+    """``default_speed``, announced on ``progress``: called only once every argument has
+    been checked, so a refusal never follows the base setting's search."""
+    if progress:
+        progress(f"base frontier of {setting.name}")
+    return default_speed(setting, method)
+
+
 def default_speed(setting: Setting, method: Method = GRID) -> float:
     """The speed at which costs are compared by default: half the base setting's fastest
     tokens/s per request (a speed every factor between x0.5 and x2 usually still reaches)."""
@@ -142,7 +154,7 @@ def sweep(
     varied = [vary(setting, parameter, value, f"values ({parameter})") for value in values]
     refuse_repeats(tuple(float(v) for v in values), "argument", "values")
     if at_speed is None:
-        at_speed = default_speed(setting, method)
+        at_speed = _base_speed(setting, method, progress)
     rows, infeasible = [], []
     for i, value in enumerate(values):
         if progress:
@@ -198,13 +210,16 @@ def elasticities(
     parameters = _factor_parameters(parameters)
     _check_progress(progress)
     at_speed = _checked_speed(at_speed)
+    for p in parameters:  # every factor's setting checked before any frontier is searched
+        for factor in ELASTICITY_FACTORS:
+            vary(setting, p, factor, f"parameters ({p})")
     if at_speed is None:
-        at_speed = default_speed(setting, method)
+        at_speed = _base_speed(setting, method, progress)
     rows = []
     for i, p in enumerate(parameters):
         if progress:
             progress(f"{p} x0.5 and x2 ({i + 1}/{len(parameters)})")
-        df = sweep(setting, p, [0.5, 2.0], at_speed, method=method)
+        df = sweep(setting, p, list(ELASTICITY_FACTORS), at_speed, method=method)
         speed = np.log(df.fastest_tokens_per_s.to_numpy())
         cost = np.log(df.usd_per_mtok_at_speed.to_numpy())
         row = {
