@@ -654,3 +654,62 @@ def test_an_output_is_named_as_typed(tmp_path):
     code, err = cli(*run, theirs)
     assert code == 2 and "--timeline-figure" in err and "--timeline_figure" not in err
     assert "would destroy it" in err and theirs.read_bytes() == b"a user's picture"
+
+
+SIMULATE = ["simulate", "Llama 3.1 8B", "-H", "H100", "--gpus", "1", "--rate", "2"]
+EXPORT = ["export", "Llama 3 8B", "-H", "H100", "--engine", "vllm", "--gpus", "1", "--batch", "8"]
+
+
+@pytest.mark.parametrize(
+    ("option", "command"),
+    [
+        ("--out", FRONTIER),
+        ("--figure", FRONTIER),
+        ("--tornado", ["sweep", "Llama 3 8B", "-H", "H100-paper"]),
+        ("--figure", ["infer", "feasibility", "paper-2025", "--model", "Llama 3 70B"]),
+        ("--figure", ["compare-measured", EXAMPLES / "measured-rows.csv"]),
+        ("-o", ["calibrate", EXAMPLES / "measured-rows.csv"]),
+        ("-o", ["import-hf", EXAMPLES / "config.json"]),
+        ("--timeline", SIMULATE),
+        ("--timeline-figure", SIMULATE),
+        ("--figure", ["capacity", "Llama 3.1 8B", "-H", "H100", "--rate", "2"]),
+        ("--out", [*EXPORT, "--prompt-tokens", "1000", "--output-tokens", "100"]),
+        ("--out", ["reproduce", "table-1"]),
+        ("--out", ["run", "paper/figure-2"]),
+        ("--out", ["study", EXAMPLES / "study.yaml"]),
+        ("--out", ["report", EXAMPLES]),
+    ],
+    ids=lambda v: v if isinstance(v, str) else v[0],
+)
+def test_an_output_under_a_file_is_one_line_naming_the_option_and_the_file(
+    tmp_path, option, command
+):
+    """An output path through a file (a/x.png where a is a file) is refused as it is parsed,
+    before anything runs, by every command that writes: the option, the file that stands
+    where a folder should and the fix, exit 2, never a traceback or a late OS error."""
+    afile = users_file(tmp_path / "notes")
+    suffix = {"--figure": ".png", "--tornado": ".png", "-o": ".yaml", "--timeline": ".json"}
+    target = afile / "sub" / f"x{suffix.get(option, '.png' if 'figure' in option else '')}"
+    if command[0] in ("frontier", "reproduce") and option == "--out":
+        target = target.with_suffix(".csv")
+    if command[0] == "report":
+        target = target.with_suffix(".html")
+    code, err = cli(*command, option, target)
+    assert code == 2, err
+    shown = "--out" if option == "-o" else option  # an option is named by its long form
+    assert err == (
+        f"error: {shown} {target}: cannot be created: {afile} is a file, not a folder (give a "
+        "path whose existing parts are folders; missing folders are created)\n"
+    )
+    assert afile.read_text() == PRECIOUS and sorted(tmp_path.iterdir()) == [afile]
+
+
+def test_an_output_in_missing_folders_creates_them(tmp_path):
+    """Missing folders on an output's path are created (docs/errors.md, "Output safety"),
+    the figure and the table written there."""
+    figure = tmp_path / "new" / "deeper" / "f.png"
+    table = tmp_path / "other" / "t.csv"
+    code, err = cli(*FRONTIER, "--figure", figure, "--out", table)
+    assert code == 0, err
+    assert figure.read_bytes().startswith(b"\x89PNG") and table.read_text().startswith("# ")
+    assert json.loads((figure.parent / MANIFEST).read_text())["files"] == ["f.png"]

@@ -157,10 +157,13 @@ def check_output(
     try:
         target = _target(path)
         st = os.stat(target)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # a file on its path: refused below
         st = None
     except (OSError, ValueError) as exc:
-        raise SpecError(where, "", f"cannot be used: {getattr(exc, 'strerror', exc)}") from None
+        fix = _FIXES.get(getattr(exc, "errno", None), "")
+        raise SpecError(
+            where, "", f"cannot be used: {getattr(exc, 'strerror', exc)}", fix
+        ) from None
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise SpecError(
             where,
@@ -184,8 +187,7 @@ def check_output(
             "make it writable (chmod u+w) to replace it, or write elsewhere",
         )
     folder = _existing_parent(target)
-    if not os.path.isdir(folder):
-        raise SpecError(where, "", f"cannot be created: {folder} is not a folder")
+    _check_is_folder(folder, where)
     if not os.access(folder, os.W_OK | os.X_OK) or (
         st is not None and not os.access(target, os.W_OK)
     ):
@@ -208,13 +210,30 @@ def check_folder(path: str | os.PathLike, option: str = "") -> Path:
     except OSError as exc:
         raise _os_error(where, exc) from None
     if exists and not folder.is_dir():
-        raise SpecError(where, "", "is not a folder", "give a folder (it is created if missing)")
-    if not os.path.isdir(parent):
-        raise SpecError(where, "", f"cannot be created: {parent} is not a folder")
+        raise SpecError(where, "", "is not a folder", "give a folder; it is created if missing")
+    _check_is_folder(parent, where)
     if not os.access(parent, os.W_OK | os.X_OK):
         raise SpecError(where, "", "cannot be written: permission denied", _FIXES[errno.EACCES])
     _check_takes_files(folder, where)
     return folder
+
+
+def _check_is_folder(parent: Path, where: str) -> None:
+    """Refuse an output whose nearest existing folder on its path is not one (``a/b.csv``
+    where ``a`` is a file): the folders it names cannot be created there."""
+    if os.path.isdir(parent):
+        return
+    try:
+        mode = os.stat(parent).st_mode
+        kind = "a file" if stat.S_ISREG(mode) else inputs.kind_of(mode)
+    except OSError:
+        kind = "unreadable"
+    raise SpecError(
+        where,
+        "",
+        f"cannot be created: {parent} is {kind}, not a folder",
+        "give a path whose existing parts are folders; missing folders are created",
+    )
 
 
 def _check_takes_files(folder: Path, where: str) -> None:
