@@ -276,7 +276,10 @@ def test_a_sweep_says_why_a_value_has_no_feasible_configuration():
     base, huge = d["rows"]
     assert base["fastest_tokens_per_s"] > 0 and huge["fastest_tokens_per_s"] is None
     note = next(n for n in d["notes"] if n.startswith("context = 1e+12: "))
-    assert "no feasible configuration (no configuration fits: weights 141.1 GB plus" in note
+    assert (
+        "no feasible configuration (no configuration fits: weights 141.1 GB plus 327,680,000.0 GB"
+        " of KV cache per request on H100-paper (80 GB per GPU))" in note
+    )  # 1e12 tokens x 327,680 bytes a token, in thousands: not 327680000.0
     assert note.endswith("so its figures are blank.")
     assert not any(n.startswith("context = 1000: ") for n in d["notes"])
 

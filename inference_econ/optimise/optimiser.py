@@ -536,6 +536,6 @@ def _why_empty(problem: Problem, n_values=None) -> str:
         return f"no configuration stays under the demand cap of {s.max_throughput_tokens_per_s:g} tokens/s"
     kv = problem.decoder.work.kv_held_bytes(s.context_tokens, 1.0)
     return (
-        f"no configuration fits: weights {need / 1e9:.1f} GB plus {kv / 1e9:.1f} GB of KV cache per request "
+        f"no configuration fits: weights {need / 1e9:,.1f} GB plus {kv / 1e9:,.1f} GB of KV cache per request "
         f"on {gpu.name} ({gpu.hbm_capacity_bytes / 1e9:.0f} GB per GPU)"
     )
