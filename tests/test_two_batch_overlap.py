@@ -216,3 +216,27 @@ def test_the_operation_list_shows_what_of_the_exchange_the_overlap_leaves():
     assert b.loc[ffn, "time_s"] == pytest.approx(a.loc[ffn, "time_s"], rel=1e-9)
     step = ie.point("DeepSeek-R1", "H200-SXM", batch=4096, two_batch_overlap=True, **SGLANG)
     assert b["time_s"].sum() == pytest.approx(step.latency_s, rel=1e-9)
+
+
+def test_the_user_guide_prints_the_steps_it_states():
+    """The guide's example of two-batch overlap (DeepSeek-R1 on 16 H200 under SGLang): its
+    step at 4,096 and 256 sequences overlapped, over DeepEP in one batch and with SGLang's
+    default all-gather, each as ``point`` prints it (to the 0.1 ms the guide gives)."""
+    import re
+    from pathlib import Path
+
+    guide = (Path(__file__).parents[1] / "docs" / "user-guide.md").read_text()
+    said = re.search(
+        r"prints a step of ([\d.]+) ms against ([\d.]+) ms over DeepEP in one batch "
+        r"\(`--deepep`\) and ([\d.]+) ms\nwith SGLang's default all-gather \(at a batch of "
+        r"256: ([\d.]+) against ([\d.]+) and ([\d.]+) ms\)",
+        guide,
+    )
+    assert said is not None
+    runs = [dict(two_batch_overlap=True), dict(deepep=True), {}]
+    steps = [
+        round(ie.point("DeepSeek-R1", "H200-SXM", batch=b, **SGLANG, **kw).latency_s * 1e3, 1)
+        for b in (4096, 256)
+        for kw in runs
+    ]
+    assert steps == [float(x) for x in said.groups()]
