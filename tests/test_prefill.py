@@ -246,6 +246,27 @@ def test_disaggregation_trades_ttft_for_steady_decode():
     assert one.gpu_s_per_request_idle_charged > one.gpu_s_per_request
 
 
+def test_disaggregation_states_the_layouts_of_its_instance_and_pools():
+    """DeepSeek-R1 on 16 H200 as DEP16 at 512 requests of 4,000 / 1,000 tokens: both rows
+    state the decode instance's degrees, the disaggregated one also its prefill pool's (the
+    layout ``prefill`` prices the pool's 5-prompt passes on); the co-located row has no pool."""
+    setting = ie.make_setting("DeepSeek-R1", "H200", assumptions="refined")
+    df = disagg.compare(setting, 4000, 1000, 16, 512, discrete=True).set_index("serving")
+    co, dis = df.loc["co-located"], df.loc["disaggregated"]
+    decode = df.attrs["decode_layout"]
+    pool = prefill.prefill(setting, 16, 4000, batch=5, discrete=True)
+    for name in disagg.DEGREES:
+        assert co[name] == dis[name] == decode[name]
+        assert dis[f"prefill_{name}"] == pool[name] and np.isnan(co[f"prefill_{name}"])
+    assert [dis[name] for name in disagg.DEGREES] == [1.0, 16.0, 1.0, 16.0]  # DEP16
+    args = ["disagg", "DeepSeek-R1", "-H", "H200", "--assumptions", "refined", "--discrete"]
+    args += ["--gpus", "16", "--batch", "512", "--prompt-tokens", "4000", "--output-tokens", "1000"]
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code == 0, out.output
+    header = out.stdout.splitlines()[2]
+    assert "  PP  TP  attn TP  EP  prefill PP  prefill TP  prefill attn TP  prefill EP  " in header
+
+
 #: Llama 3 70B in 8 bits, 8000-token prompts and contexts: the TTFT tests' problem.
 TTFT_CASE = dict(weight_bits=8, context_tokens=8000, prompt_tokens=8000)
 

@@ -121,6 +121,7 @@ def compare(
         time_column="decode_latency_s",
     )
     _scaled_with_step(df, COLOCATED_STEP_FIGURES)
+    _with_layouts(df, row, pooled)
     if expected(setting):  # no end faster than the same rows under the ideal bound
         at_ideal = compare(
             ideal(setting), prompt_tokens, output_tokens, decode_gpus, decode_batch,
@@ -137,6 +138,22 @@ def compare(
     )
     df.attrs["decode_layout"] = row
     return df
+
+
+#: The degrees of a layout, as ``point`` and ``request`` state them.
+DEGREES = ("pipeline_degree", "tensor_degree", "attention_degree", "expert_degree")
+
+
+def _with_layouts(df: pd.DataFrame, decode: pd.Series, pooled: pd.Series) -> None:
+    """``df`` with the layouts its figures were priced on, after ``gpus``: the decode
+    instance's degrees in both rows (co-located, its prompts ride in its steps on that layout;
+    disaggregated, the decode pool's) and the prefill pool's in the disaggregated row (blank
+    in the co-located one, which has none)."""
+    at = list(df.columns).index("gpus") + 1
+    for i, name in enumerate(DEGREES):
+        df.insert(at + i, name, float(decode[name]))
+    for i, name in enumerate(DEGREES):
+        df.insert(at + len(DEGREES) + i, f"prefill_{name}", [math.nan, float(pooled[name])])
 
 
 #: The co-located row's figures proportional to its step (its GPU time and prices per request).
