@@ -12,6 +12,7 @@ from inference_econ.model.workload import compile_workload
 from inference_econ.serving import context_parallel as cp
 from inference_econ.serving import disaggregation as disagg
 from inference_econ.serving import prefill, requests
+from inference_econ.serving.support import DEGREES
 from inference_econ.studies import prices
 
 LLAMA = ie.make_setting("Llama 3 70B", "H100-paper", context_tokens=0)  # the paper's (§5.1)
@@ -156,6 +157,23 @@ def test_input_output_price_ratio():
     )
 
 
+def test_the_price_ratio_states_the_decode_and_prefill_layouts_it_prices():
+    """Llama 3 70B at 1,000 tokens on H100-paper: the preference point decodes 99.15 requests
+    on 12.92 GPUs as 1.63 stages of TP 7.94 (the paper's Table 3 point); its 9 prompts of
+    1,000 tokens are prefilled on those GPUs as 9 stages of TP 1.44. Each degree is the one
+    the price was computed on: the frontier point's and ``prefill``'s."""
+    row = prices.price_ratio("Llama 3 70B", "H100-paper", 1000, weight_bits=8)
+    setting = ie.make_setting("Llama 3 70B", "H100-paper", context_tokens=1000, weight_bits=8)
+    point = ie.frontier(setting).preference_point()
+    pre = prefill.prefill(setting, point.gpus, 1000, batch=row.prefill_batch)
+    for name in DEGREES:
+        assert row[name] == point[name] and row[f"prefill_{name}"] == pre[name]
+    assert row.gpus == pytest.approx(12.92, abs=0.005) and row.prefill_batch == 9
+    assert row.pipeline_degree == pytest.approx(1.63, abs=0.005)
+    assert row.tensor_degree == pytest.approx(7.94, abs=0.005)
+    assert row.prefill_pipeline_degree == 9 and row.expert_degree == 1
+
+
 def test_kv_runahead_chunk_balancing():
     costs = cp.chain_costs(ie.make_setting("Llama 3 8B", "A100-paper"), link_bytes_per_s=10e9)
     _, bounds, times = cp.kv_runahead_ttft_s(costs, 16000, 4, balanced=False)
@@ -255,10 +273,10 @@ def test_disaggregation_states_the_layouts_of_its_instance_and_pools():
     co, dis = df.loc["co-located"], df.loc["disaggregated"]
     decode = df.attrs["decode_layout"]
     pool = prefill.prefill(setting, 16, 4000, batch=5, discrete=True)
-    for name in disagg.DEGREES:
+    for name in DEGREES:
         assert co[name] == dis[name] == decode[name]
         assert dis[f"prefill_{name}"] == pool[name] and np.isnan(co[f"prefill_{name}"])
-    assert [dis[name] for name in disagg.DEGREES] == [1.0, 16.0, 1.0, 16.0]  # DEP16
+    assert [dis[name] for name in DEGREES] == [1.0, 16.0, 1.0, 16.0]  # DEP16
     args = ["disagg", "DeepSeek-R1", "-H", "H200", "--assumptions", "refined", "--discrete"]
     args += ["--gpus", "16", "--batch", "512", "--prompt-tokens", "4000", "--output-tokens", "1000"]
     out = CliRunner().invoke(main, args)

@@ -47,7 +47,7 @@ from .intervals import (
 from .prefill import engine_chunks, prefill
 from .requests import check_request_context, instance_layout
 from .setting import Setting, whole_batch_kv_note
-from .support import row_layouts
+from .support import DEGREES, row_layouts
 
 
 def kv_transfer_s(
@@ -138,10 +138,6 @@ def compare(
     )
     df.attrs["decode_layout"] = row
     return df
-
-
-#: The degrees of a layout, as ``point`` and ``request`` state them.
-DEGREES = ("pipeline_degree", "tensor_degree", "attention_degree", "expert_degree")
 
 
 def _with_layouts(df: pd.DataFrame, decode: pd.Series, pooled: pd.Series) -> None:

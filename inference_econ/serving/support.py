@@ -423,6 +423,11 @@ def support_of(setting: Setting, kinds, layout: str = "TP", scenario=None) -> Su
 STATUS_ORDER = ("extrapolating", "near", "in support")
 
 
+#: The degrees of a layout, as ``point``, ``request``, ``prefill``, ``disagg`` and ``prices``
+#: state them (``prefill_`` before each for a prefill's own layout beside a decode's).
+DEGREES = ("pipeline_degree", "tensor_degree", "attention_degree", "expert_degree")
+
+
 def row_layouts(columns, n: int, setting: Setting) -> np.ndarray:
     """The layout class of each of ``n`` rows from the degrees a table states
     (``pipeline_degree``; an MoE model's ``attention_degree`` below its ``tensor_degree``,

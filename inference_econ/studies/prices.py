@@ -13,6 +13,7 @@ from ..optimise.optimiser import frontier
 from ..serving.derived_intervals import ratio_intervals, renamed_intervals
 from ..serving.prefill import prefill, prefill_intervals
 from ..serving.setting import make_setting
+from ..serving.support import DEGREES
 from ..specs.schema import check_number
 
 
@@ -66,10 +67,12 @@ def price_ratio(
             "attention": setting.model.attention.kind,
             "gpus": point.gpus,
             "decode_batch": point.batch,
+            **{name: float(point[name]) for name in DEGREES},  # the decode layout
             "decode_tokens_per_s": point.tokens_per_s,
             "decode_mfu": point.mfu,
             "usd_per_m_output_tokens": point.usd_per_mtok,
             "prefill_batch": pb,
+            **{f"prefill_{name}": float(pre[name]) for name in DEGREES},  # the prefill's
             "prefill_mfu": pre.mfu,
             "usd_per_m_input_tokens": pre.usd_per_m_input_tokens,
             "output_to_input_price_ratio": point.usd_per_mtok / pre.usd_per_m_input_tokens,
