@@ -33,11 +33,11 @@ def invoke(*args):
 
 
 def test_options_that_need_another_are_refused_naming_both():
-    """Load options without --rate used to be dropped silently by frontier (item 2)."""
+    """Load options without --rate used to be dropped silently by frontier."""
     for args, line in [
         (("--output-tokens", "1000"), "error: --output-tokens: needs --rate"),
         (("--requests", "100"), "error: --requests: needs --rate"),
-        (("--slo-e2e-p99", "30"), "error: --slo-e2e-p99: needs --rate"),  # item 17: it exists
+        (("--slo-e2e-p99", "30"), "error: --slo-e2e-p99: needs --rate"),  # the flag exists
         (("--acceptance", "0.5"), "error: --acceptance: needs --draft or --draft-heads"),
         (("--ttft-max", "1"), "error: --ttft-max: needs --prompt-tokens"),
     ]:
@@ -306,7 +306,7 @@ _commands = commands  # every command of the command line, with the words that c
 
 
 def test_every_command_with_format_has_out():
-    """The docs say --format everywhere and --out writes atomically (item 12)."""
+    """The docs say --format everywhere and --out writes atomically."""
     with_format = [words for words, cmd in _commands() if "format" in _names(cmd)]
     assert len(with_format) >= 20 and ("point",) in with_format and ("sweep",) in with_format
     missing = [
@@ -336,7 +336,7 @@ def _names(cmd) -> set[str]:
 
 def test_out_writes_what_would_be_printed(tmp_path):
     """point, list, show, request ... take --out like frontier: the suffix sets the format,
-    the file is written atomically, nothing on stdout; a failure writes nothing (item 12)."""
+    the file is written atomically, nothing on stdout; a failure writes nothing."""
     point = ["point", "Llama 3 8B", "-H", "H100-paper", "--gpus", 1, "--batch", 8]
     code, out, err = invoke(*point, "--out", tmp_path / "p.json")
     payload = json.loads((tmp_path / "p.json").read_text())
@@ -377,7 +377,7 @@ def test_a_misspelt_flag_is_never_pointed_at_a_renamed_one():
 
 
 def test_options_that_would_be_dropped_are_refused():
-    """Each of these combinations used to drop an option without a word (item 7)."""
+    """Each of these combinations used to drop an option without a word."""
     rate = ["--rate", 5, "--output-tokens", 100, "--slo-ttft-p99", 2]
     for args, line in [
         (
@@ -456,7 +456,7 @@ def test_options_that_would_be_dropped_are_refused():
 
 def test_spec_paths_are_shown_as_given_or_relative_to_the_package(tmp_path, monkeypatch):
     """No absolute path for a file given relative, no site-packages path for a shipped one
-    (item 21): in errors from any module and in list's CSV and JSON."""
+    in errors from any module and in list's CSV and JSON."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "typo.yaml").write_text("name: Typo\nlayerz: 3\n")
     code, _, err = invoke("point", "typo.yaml", "-H", "H100", "--gpus", 1, "--batch", 1)
@@ -482,7 +482,7 @@ def test_spec_paths_are_shown_as_given_or_relative_to_the_package(tmp_path, monk
 
 
 def test_tp_dims_need_a_split_worth_naming():
-    """A continuous frontier's 1.0007 GPUs show TP 1.00: no "1D" beside it (item 24)."""
+    """A continuous frontier's 1.0007 GPUs show TP 1.00: no "1D" beside it."""
     assert tp_dims(False, 1.0007) == "-" and tp_dims(True, 1.0049) == "-"
     assert tp_dims(False, 1.005) == "1D" and tp_dims(True, 1.01) == "2D"
     front = ie.frontier("Llama 3 8B", "H100-paper", grid_points=60).to_dataframe()
@@ -494,7 +494,7 @@ def test_tp_dims_need_a_split_worth_naming():
 
 def test_every_figure_option_accepts_the_same_suffixes(tmp_path):
     """capacity --figure took only png/svg/pdf where compare-measured took every format
-    matplotlib saves: one FigureFile rule for all (item 26)."""
+    matplotlib saves: one FigureFile rule for all."""
     from inference_econ.cli.common import FigureFile
 
     figures = [

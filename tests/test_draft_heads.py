@@ -56,7 +56,7 @@ def test_draft_tokens_mean_the_same_for_a_draft_model_and_heads():
         assert [c.expected_tokens for c in certain.cycles()] == [c.label for c in spec.cycles()]
     # at α = 0.8 a chain of depth 2 yields 1 + 0.8 + 0.64 = 2.44 of its 3 tokens
     assert mtp.with_acceptance(0.8).cycles()[1].expected_tokens == pytest.approx(2.44)
-    # --max-draft 1 would speculate with neither: refused, not silently turned off (item 24)
+    # --max-draft 1 would speculate with neither: refused, not silently turned off
     for kw, flag in ((dict(draft="Llama 3 8B"), "--draft"), (dict(draft_heads="eagle"), "")):
         with pytest.raises(ie.SpecError, match=f"no speculation.*drop draft.*{flag}"):
             ie.make_setting("Llama 3 8B", "H100", max_draft_tokens=1, **kw)
