@@ -223,6 +223,21 @@ def test_gb200_nvl72_scale_up_domain_beats_hgx_b200():
     # attention (charged on the fast path since the breakdown fix) even it out from 170
     speeds = np.array([120.0, 150.0])
     assert np.all(ds_nvl.cost_at_speed(speeds) < 0.95 * ds_hgx.cost_at_speed(speeds))
+    # and never slower at one HGX node's size: the same NVLink generation, more HBM bandwidth
+    assert ds_nvl.fastest().tokens_per_s > ds_hgx.fastest().tokens_per_s
+
+
+@pytest.mark.parametrize("model", ["Llama 3.1 405B", "DeepSeek-V3"])
+def test_eight_gb200_gpus_are_no_slower_than_eight_b200_under_the_bound(model):
+    """Eight GPUs of an NVL72 domain against one HGX B200 node, batch 1: NVLink 5 both, HBM
+    7.76 against 7.43 TB/s (their kernel ceilings). GB200's measured all-reduce line stops at
+    4 GPUs; past it the NCCL model's 15 µs had left GB200 the slower (405B 105.9 against 113.2
+    tok/s, DeepSeek-V3 496.2 against 596.1)."""
+    speed = {}
+    for gpu in ("GB200", "B200"):
+        setting = ie.make_setting(model, gpu, assumptions="refined", weight_bits=8)
+        speed[gpu] = float(ie.point(setting, gpus=8, batch=1)["tokens_per_s"])
+    assert speed["B200"] < speed["GB200"] < 1.2 * speed["B200"]
 
 
 def test_show_critical_batch_is_where_the_presets_own_step_balances():

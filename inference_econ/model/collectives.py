@@ -14,7 +14,6 @@ torus (a ring per dimension). Across domains every kind uses the NICs as in §A4
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -52,9 +51,6 @@ class Protocol:
     #: two-shot reduce-scatter plus all-gather).
     custom: bool = False
     one_shot: bool = False
-    #: The most ranks the protocol holds for (a measured line, §B15: as many as its table
-    #: measured); a larger group is costed by the other protocols.
-    max_ranks: float = math.inf
     #: Not inside one scale-up domain, where a measured line of the engine's own kernel
     #: prices the collective instead (``exchange_protocols``).
     network_only: bool = False
@@ -204,7 +200,10 @@ def ceiling_protocols(gpu: GPU, ceilings) -> tuple[Protocol, ...]:
     best; ``custom``) and NCCL's every collective (a library protocol whose network hop,
     ``OUTSIDE_DOMAIN_S``, keeps it inside one domain). A bus bandwidth B is a bandwidth
     factor of B / (2 x the all-reduce bus bandwidth): an all-reduce's 2(R-1)/R bytes, or
-    another collective's (R-1)/R, over B. None on a PCIe or torus part."""
+    another collective's (R-1)/R, over B. None on a PCIe or torus part. A line stands over
+    more ranks than its table measured too (GB200's tables stop at 4 GPUs, B200's on the same
+    NVLink generation measure 8 at 4.6 µs): a collective over more ranks is no faster, so the
+    line stays under it, where the NCCL model's latency would not (15 µs at 8)."""
     if gpu.interconnect not in ("switch", "full_mesh"):
         return ()
     link = 2.0 * gpu.intra_node_allreduce_bandwidth_bytes_per_s
@@ -220,17 +219,11 @@ def ceiling_protocols(gpu: GPU, ceilings) -> tuple[Protocol, ...]:
                 0.0,
                 custom.latency_s,
                 custom=True,
-                max_ranks=custom.max_ranks or math.inf,
             )  # fmt: skip
         )
     if nccl.bus_bytes_per_s > 0:
         factor = nccl.bus_bytes_per_s / link
-        most = nccl.max_ranks or math.inf
-        out.append(
-            Protocol(
-                "NCCL (measured)", factor, 0.0, OUTSIDE_DOMAIN_S, nccl.latency_s, max_ranks=most
-            )
-        )
+        out.append(Protocol("NCCL (measured)", factor, 0.0, OUTSIDE_DOMAIN_S, nccl.latency_s))
     return tuple(out)
 
 
@@ -403,8 +396,6 @@ class CollectiveCost:
                 p, gpu, ranks, steps, log_nodes, seconds_per_byte, switch_ok, flat, hops, arrays,
                 latency_scale,
             )  # fmt: skip
-            if p.max_ranks < math.inf:  # a measured line: not beyond the ranks it was measured on
-                lat = np.where(ranks > p.max_ranks, np.inf, lat).astype(flat)
             if p.network_only:  # inside one domain the measured line prices it
                 lat = np.where(switch_ok, OUTSIDE_DOMAIN_S, lat).astype(flat)
             if inactive:  # lat is a new array; per_byte may be ``seconds_per_byte`` itself

@@ -28,8 +28,8 @@ class CollectiveCeiling:
     and a bus bandwidth (nccl-tests' busbw: an all-reduce's bytes times 2(R-1)/R, any other
     collective's times (R-1)/R, over the time) such that latency + bus bytes / bandwidth is
     at or below every measured call (0: not measured), over as many ranks as the table
-    measured (``max_ranks``; 0: not stated, any): a line measured on 2-4 GPUs says nothing of
-    72 ranks of one NVL72 domain."""
+    measured (``max_ranks``; 0: not stated), which the bound reads as a floor beyond them: a
+    collective over more ranks of the domain is no faster than over fewer."""
 
     latency_s: float = 0.0
     bus_bytes_per_s: float = 0.0
