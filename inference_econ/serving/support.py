@@ -24,6 +24,7 @@ stratum table's is (``interval_table.Band.drifted``).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -239,7 +240,15 @@ def _own_profile(engine) -> bool:
         return False
     from ..specs.catalog import entries
 
-    return Path(source).resolve() not in {e.path.resolve() for e in entries("engines")}
+    return _outside_catalog(str(source), entries("engines"), os.getcwd())
+
+
+@lru_cache(maxsize=64)
+def _outside_catalog(source: str, found: tuple, cwd: str) -> bool:
+    """Whether the file ``source`` is none of the catalog's ``found`` entries, both resolved
+    (``cwd``, which a relative path is resolved against, is part of the key): the answer
+    ``_own_profile`` asks for each figure, worked out once for each file and catalog."""
+    return Path(source).resolve() not in {e.path.resolve() for e in found}
 
 
 def _table_path() -> Path:
