@@ -53,6 +53,10 @@ ALL_IN = "usd_per_m_output_tokens_all_in"
 #: The input:output token ratio an all-in price is blended at.
 RATIO = "input_tokens_per_output_token"
 
+#: The interval levels every expected figure carries, percent: the suffixes of its interval
+#: columns (``usd_per_mtok_low80`` ... ``_high90``) and the only levels a confident plan takes.
+INTERVAL_LEVELS = (80, 90)
+
 #: Each price column and what it means (the text of docs/glossary.md's "Prices").
 PRICES: dict[str, str] = {
     DECODE: "decode-only: the GPU time of decode steps per million generated tokens "

@@ -207,7 +207,10 @@ def test_the_confidence_setting_takes_the_levels_the_intervals_have():
     from inference_econ.serving.figure_labels import LEVELS
     from inference_econ.settings import table
 
-    assert table.BY_NAME["confidence"].levels == tuple(v / 100 for v in LEVELS)
+    confidence = table.BY_NAME["confidence"]
+    assert LEVELS == (80, 90)
+    assert confidence.levels == (0.8, 0.9)
+    assert "(0.8 or 0.9;" in confidence.help
 
 
 def test_the_confident_plan_states_its_support_and_says_when_it_extrapolates(plan, monkeypatch):

@@ -7,10 +7,8 @@ re-exports these names).
 
 from __future__ import annotations
 
+from ..columns import INTERVAL_LEVELS as LEVELS
 from .setting import Setting
-
-#: The interval levels every expected figure carries, percent.
-LEVELS = (80, 90)
 
 
 def interval_columns(name: str) -> list[str]:

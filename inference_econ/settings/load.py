@@ -4,6 +4,7 @@ deployment or capacity plan that serves it."""
 
 from __future__ import annotations
 
+from ..columns import INTERVAL_LEVELS
 from ..specs.bases import PRICE_BASES
 from .limits import MAX_SECONDS
 from .problem import SPECULATING
@@ -512,6 +513,7 @@ class DeploymentOptions:
     confidence: float = setting(
         0.9,
         help="Also size the plan for the targets to hold at the pessimistic end of this interval"
-        " of the expected figures (0.8 or 0.9; docs/model.md §F12).",
-        levels=(0.8, 0.9),
+        f" of the expected figures ({' or '.join(f'{v / 100:g}' for v in INTERVAL_LEVELS)};"
+        " docs/model.md §F12).",
+        levels=tuple(level / 100 for level in INTERVAL_LEVELS),
     )
