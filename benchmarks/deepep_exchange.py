@@ -32,6 +32,8 @@ GPUS = (
     ("H200", "h200_sxm", "0.5.6.post2"),
     ("B200", "b200_sxm", "0.5.12"),
     ("GB200", "gb200", "0.5.12"),
+    ("B300", "b300_sxm", "0.5.12"),
+    ("GB300", "gb300", "0.5.12"),
 )
 #: Catalogue models by the tables' (hidden size, top-k, experts).
 MODELS = {
@@ -82,6 +84,8 @@ def ratios(model_name, gpu, preset, kernel, measured) -> list:
             for c in model.pipeline_part(ep, *step, 0.0, 1.0).shared_calls
             if c.what in ("expert dispatch", "expert combine")
         ][:2]
+        if len(calls) < 2:  # a profile that moves no tokens on this layout (an all-reduce)
+            return []
         us = [float(c.time_s()) / layers * 1e6 for c in calls]
         out.append((nodes, tokens, us[0] / dispatch, us[1] / combine))
     return out
@@ -220,6 +224,9 @@ def main(argv=None) -> int:
                 found = {p: ratios(name, gpu, a, kernel, measured) for p, a in presets}
                 cells = []
                 for p, _ in presets:
+                    if not found[p]:
+                        cells.append(f"{'-':>6s} / {'-':>4s}")
+                        continue
                     r = np.array([x[2:] for x in found[p]])
                     cells.append(f"{np.median(r):6.2f} / {r.max():4.2f}")
                     if p == "bound":
@@ -230,6 +237,8 @@ def main(argv=None) -> int:
                     for n in sorted({x[0] for x in found["bound"]}):
                         sub = [
                             f"{np.median([x[2:] for x in found[p] if x[0] == n]):6.2f} / {np.max([x[2:] for x in found[p] if x[0] == n]):4.2f}"
+                            if found[p]
+                            else f"{'-':>6s} / {'-':>4s}"
                             for p, _ in presets
                         ]
                         print(

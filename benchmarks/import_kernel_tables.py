@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))  # this checkout's package (the every-engine file'
 DATA = "aic-core/src/aiconfigurator_core/systems/data"
 COMMIT = "095f58a51"
 #: AIConfigurator's system folders taken.
-GPUS = ("h100_sxm", "h200_sxm", "b200_sxm", "gb200")
+GPUS = ("h100_sxm", "h200_sxm", "b200_sxm", "gb200", "b300_sxm", "gb300")
 #: (path under a GPU's folder, the folder written under kernels/<gpu>/, the file's name).
 TABLES = (
     ("gemm/trtllm/1.3.0rc20/gemm_perf.parquet", "trtllm-1.3.0rc20", "gemm"),
@@ -64,6 +64,8 @@ DEEPEP_RELEASES = {
     "h200_sxm": "0.5.6.post2",
     "b200_sxm": "0.5.12",
     "gb200": "0.5.12",
+    "b300_sxm": "0.5.12",
+    "gb300": "0.5.12",
 }
 DEEPEP_TABLES = (
     ("wideep_deepep_ll_perf.parquet", "deepep_low_latency"),

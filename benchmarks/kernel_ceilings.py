@@ -7,7 +7,7 @@ HBM and from L2, and the fastest in-domain all-reduce and NCCL collective of eac
 rows it came from. Rates are rounded up and latencies down to five significant digits, so the
 roofline clock stays at or below every row (tests/test_roofline_bound.py checks both).
 
-    PYTHONPATH=. python benchmarks/kernel_ceilings.py           # rewrite the four files
+    PYTHONPATH=. python benchmarks/kernel_ceilings.py           # rewrite the six files
     PYTHONPATH=. python benchmarks/kernel_ceilings.py --check   # exit 1 if one would change
     PYTHONPATH=. python benchmarks/kernel_ceilings.py --every-gemm MIRROR
 
@@ -41,6 +41,8 @@ PARTS = {
     "h200_sxm": "hardware/h200_sxm.yaml",
     "b200_sxm": "hardware/b200.yaml",
     "gb200": "hardware/gb200_nvl72.yaml",
+    "b300_sxm": "hardware/b300.yaml",
+    "gb300": "hardware/gb300_nvl72.yaml",
 }
 DIGITS = 5
 #: Where the block goes in a file that has none yet.
@@ -173,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
             if not args.check:
                 path.write_text(new, encoding="utf-8")
     verb = "would change" if args.check else "rewritten"
-    print(f"{verb}: {', '.join(stale)}" if stale else "all four files up to date")
+    print(f"{verb}: {', '.join(stale)}" if stale else "every file up to date")
     return 1 if (args.check and stale) else 0
 
 

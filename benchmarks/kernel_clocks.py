@@ -2,8 +2,8 @@
 ``refined`` preset) and the engine charge (``achievable``, TensorRT-LLM's profile) of each row
 of the shipped AIConfigurator tables (kernels/README.md), over its measured time.
 
-For each GPU (H100, H200, B200, GB200) and format it prints, per op class, the number of rows,
-the median, 10th and 90th percentiles of roofline / measured, the share of rows where the
+For each GPU with tables (H100, H200, B200, GB200, B300, GB300) and format it prints, per op
+class, the number of rows, the median, 10th and 90th percentiles of roofline / measured, the share of rows where the
 roofline is slower than the kernel (a bound the kernel beats: 0 % everywhere, as
 tests/test_roofline_bound.py holds it), and the same percentiles of engine / measured.
 

@@ -38,6 +38,22 @@ def test_each_measured_part_names_a_catalogue_part_and_a_folder_of_tables():
             "alltoall",
         }
     assert kernel_folder("MI300X") is None
+    assert kernel_folder("B300-HGX") == "b300_sxm" and kernel_folder("GB300-NVL72") == "gb300"
+
+
+def test_blackwell_ultra_is_priced_from_its_own_tables_and_tests_the_fits():
+    """B300 and GB300 have AIConfigurator's tables: the kernel clock reads them (a point of
+    the custom all-reduce table is its measured time), and the engine clock's physics forms
+    are fitted without them (kernels/engine_clock.yaml's ``parts``)."""
+    from inference_econ.model.kernel_fit import FIT_FOLDERS
+
+    for folder in ("b300_sxm", "gb300"):
+        rows = table_rows(folder, "allreduce", "custom")
+        assert len(rows) > 40
+        assert folder not in FIT_FOLDERS
+        for variants in fitted().values():
+            for entry in variants.values():
+                assert folder not in entry["parts"]
 
 
 def test_a_measured_point_prices_its_measured_time(h100):

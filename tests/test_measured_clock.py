@@ -31,7 +31,9 @@ ROW = "lab,Llama-3.1-8B,FP8,{gpu},1,TP1,8,500,100,throughput_total,1000,tok/s,{e
         ("trtllm", "1.0.0rc3", "H100 SXM", True),
         ("trtllm", "1.2.0rc6.post2", "GB200", True),
         ("trtllm", None, "H100 SXM", False),  # no version: the kernels are not known
-        ("trtllm", "1.2", "B300", False),  # a part without tables
+        ("trtllm", "1.2", "B300", False),  # tables, but the engine clock erred less there
+        ("trtllm", "1.2", "GB300", False),
+        ("trtllm", "1.2", "H20", False),  # a part without tables
         ("trtllm-0", "0.17", "H100 SXM", False),  # the tables time 1.x kernels
         ("vllm", "0.12.0", "H100 SXM", False),  # another engine's kernels
         ("vllm", "1", "H100 SXM", False),  # "vLLM V1": the tables time TensorRT-LLM's

@@ -240,6 +240,20 @@ def test_eight_gb200_gpus_are_no_slower_than_eight_b200_under_the_bound(model):
     assert speed["B200"] < speed["GB200"] < 1.2 * speed["B200"]
 
 
+@pytest.mark.parametrize("model", ["Llama 3.1 405B", "DeepSeek-V3"])
+def test_blackwell_ultra_is_no_slower_than_blackwell_under_the_bound(model):
+    """Eight B300s (one HGX node) and eight GB300s (of an NVL72 domain) against eight B200s,
+    batch 1: each bound by its own measured kernels (kernels/b300_sxm, kernels/gb300). Without
+    tables the datasheet fractions and the NCCL model had left both the slower (405B at 8-bit
+    weights 86.7 against 113.1 tok/s, DeepSeek-V3 342.1 against 592.7)."""
+    speed = {}
+    for gpu in ("B200", "B300", "GB300"):
+        setting = ie.make_setting(model, gpu, assumptions="refined", weight_bits=8)
+        speed[gpu] = float(ie.point(setting, gpus=8, batch=1)["tokens_per_s"])
+    for ultra in ("B300", "GB300"):
+        assert speed["B200"] < speed[ultra] < 1.1 * speed["B200"], speed
+
+
 def test_show_critical_batch_is_where_the_presets_own_step_balances():
     """B* = F·wb/(2·BW) at the rates the preset's roofline step runs at: the paper's 70 %
     FLOP and 75 % HBM of the H100 SXM datasheet; refined's measured dense BF16 GEMM

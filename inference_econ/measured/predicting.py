@@ -42,7 +42,7 @@ from ..specs.engine import (
     select_engine,
     split_engine,
 )
-from ..specs.kernel_tables import kernel_folder
+from ..specs.kernel_tables import AUTO_CLOCK_FOLDERS, kernel_folder
 from ..specs.platforms import platform_of
 from ..specs.versions import in_range, parse_version
 from . import layouts
@@ -102,15 +102,15 @@ class RowEngine:
 def reads_kernel_tables(profile: EngineProfile, version, gpu) -> bool:
     """Whether a row of ``profile`` stating ``version`` on ``gpu`` is priced by the kernel
     clock: the tables of kernels/ time that version's kernels
-    (``EngineProfile.kernel_table_versions``) and were measured on that part. A row stating
-    no version runs kernels not known (MLPerf's harness, an older build): the profile's terms,
-    fitted to such rows, price it."""
+    (``EngineProfile.kernel_table_versions``) and were measured on that part, one the clock
+    prices unasked (``AUTO_CLOCK_FOLDERS``). A row stating no version runs kernels not known
+    (MLPerf's harness, an older build): the profile's terms, fitted to such rows, price it."""
     stated = parse_version(version) if version else None
     return (
         stated is not None
         and bool(profile.kernel_table_versions)
         and in_range(stated, profile.kernel_table_versions)
-        and kernel_folder(gpu.name) is not None
+        and kernel_folder(gpu.name) in AUTO_CLOCK_FOLDERS
     )
 
 

@@ -26,6 +26,10 @@ F_SCALE = 0.05
 FIT_DISTRIBUTION = "balanced"
 #: Significant digits the fitted parameters are kept to.
 DIGITS = 4
+#: The parts the fits are made over (kernels/engine_clock.yaml's ``parts``): Hopper and the
+#: first Blackwell. B300 and GB300 (Blackwell Ultra) are priced from their own tables and left
+#: out, so that their tables test the fitted forms on parts the fits never saw.
+FIT_FOLDERS = ("h100_sxm", "h200_sxm", "b200_sxm", "gb200")
 
 
 @cache
@@ -43,8 +47,9 @@ def thinned(rows: Rows, count: int = ROWS_PER_PART) -> Rows:
 
 
 def samples(op: str, variant: str, folders=None) -> list[tuple[Sheet, Rows]]:
-    """(datasheet, thinned rows) of every part in ``folders`` (all by default) measuring it."""
-    chosen = KERNEL_FOLDERS.values() if folders is None else folders
+    """(datasheet, thinned rows) of every part in ``folders`` (``FIT_FOLDERS`` by default)
+    measuring it."""
+    chosen = FIT_FOLDERS if folders is None else folders
     return [
         (sheet_of(f), thinned(table_rows(f, op, variant, FIT_DISTRIBUTION)))
         for f in chosen
@@ -74,8 +79,8 @@ def fit(op: str, variant: str, data: list[tuple[Sheet, Rows]]) -> dict[str, floa
 
 
 def fit_all(op: str, variant: str, exclude: str | None = None) -> dict[str, float] | None:
-    """``fit`` over every part measuring ``op`` at ``variant`` but ``exclude``; None where
-    none is left."""
-    folders = [f for f in KERNEL_FOLDERS.values() if f != exclude]
+    """``fit`` over every part of ``FIT_FOLDERS`` measuring ``op`` at ``variant`` but
+    ``exclude``; None where none is left."""
+    folders = [f for f in FIT_FOLDERS if f != exclude]
     data = samples(op, variant, folders)
     return fit(op, variant, data) if data else None

@@ -37,11 +37,26 @@ KERNEL_FOLDERS = {
     "H200-SXM": "h200_sxm",
     "B200-HGX": "b200_sxm",
     "GB200-NVL72": "gb200",
+    "B300-HGX": "b300_sxm",
+    "GB300-NVL72": "gb300",
 }
-#: Folders of parts of one architecture and one memory (B200 and GB200: SM100, 8 TB/s HBM3e),
-#: whose tables time the same kernels a few per cent apart: each reads a fused-MoE series the
-#: other times far faster from the other (``kernel_prices.moe_latency_ms``, kernels/README.md).
-SIBLING_FOLDERS = {"b200_sxm": "gb200", "gb200": "b200_sxm"}
+#: The folders whose parts' measured rows and exports the kernel clock prices unasked (clock
+#: ``auto``; ``measured/predicting.py:reads_kernel_tables``): those it was judged better on.
+#: B300's and GB300's tables serve the bound, DeepEP's lines and a clock asked for (``--clock
+#: kernel``); on the newer MLPerf rows stating TensorRT-LLM 1.x on those two parts the kernel
+#: clock erred more than the engine clock (median |error| 0.104 against 0.081, eight rows;
+#: docs/model-part-f.md "Which clock prices a measured row").
+AUTO_CLOCK_FOLDERS = ("h100_sxm", "h200_sxm", "b200_sxm", "gb200")
+#: Folders of parts of one architecture and one memory (B200 and GB200: SM100, 8 TB/s HBM3e;
+#: B300 and GB300: SM103, 8 TB/s HBM3e), whose tables time the same kernels a few per cent
+#: apart: each reads a fused-MoE series the other times far faster from the other
+#: (``kernel_prices.moe_latency_ms``, kernels/README.md).
+SIBLING_FOLDERS = {
+    "b200_sxm": "gb200",
+    "gb200": "b200_sxm",
+    "b300_sxm": "gb300",
+    "gb300": "b300_sxm",
+}
 #: The file of the engine clock's fitted physics parameters (kernels/README.md).
 ENGINE_CLOCK_FITS = "engine_clock.yaml"
 #: The file of the fused MoE's factors for real tokens' routing (kernels/README.md).
