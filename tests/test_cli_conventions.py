@@ -574,6 +574,18 @@ def test_a_confident_capacity_plan_gives_its_plans_and_headroom_in_json():
     assert held in text.stdout
 
 
+def test_capacity_confidence_beside_an_ideal_bound_is_one_line_exit_2():
+    """--confidence under --assumptions refined had been dropped without a word (an ideal bound
+    has no interval); the refined plan at the default confidence still runs."""
+    load = ["Llama 3 8B", "-H", "H100", "--rate", "12", "--prompt-tokens", "1000", "-q"]
+    load += ["--output-tokens", "200", "--slo-tpot-p99", "0.05", "--requests", "100"]
+    code, out, err = invoke("capacity", *load, "--assumptions", "refined", "--confidence", "0.8")
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith("error: --confidence: sizes the plan at an interval's end, and the ")
+    code, out, err = invoke("capacity", *load, "--assumptions", "refined")
+    assert code == 0 and "Cheapest deployment" in out, err
+
+
 @pytest.mark.parametrize(
     "args, says",
     [

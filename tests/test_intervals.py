@@ -203,6 +203,21 @@ def test_capacity_refuses_a_confidence_between_the_levels_before_any_search(leve
     assert said == []
 
 
+@pytest.mark.parametrize("assumptions", ["refined", "paper"])
+def test_capacity_refuses_a_confidence_under_an_ideal_bound_before_any_search(assumptions):
+    """An ideal bound has no interval to size a plan at: a confidence given beside it is
+    refused before a candidate is simulated (it had been dropped, the plan printed without it);
+    left at its default, the same search runs."""
+    load = dict(arrival_rate_per_s=5, input_lengths="1000", output_lengths="200", requests=300,
+                slo_tpot_p99_s=0.03, assumptions=assumptions)  # fmt: skip
+    said = []
+    with pytest.raises(ie.SpecError, match=rf"'confidence'.*'{assumptions}' preset is an ideal"):
+        ie.capacity("Llama 3.1 8B", "H100", confidence=0.8, progress=said.append, **load)
+    assert said == []
+    plan = ie.capacity("Llama 3.1 8B", "H100", **load)
+    assert plan.confident is None and plan.deployment.gpus >= 1
+
+
 def test_the_confidence_setting_takes_the_levels_the_intervals_have():
     from inference_econ.serving.figure_labels import LEVELS
     from inference_econ.settings import table

@@ -325,6 +325,7 @@ def capacity(
     v = inputs.other
     candidates, pools = _capacity_candidates(model, hardware, inputs.problem, v)
     expected = candidates[0].assumptions.achievable
+    _no_confidence_beside_a_bound(candidates[0], settings.get("confidence"))
     _check_capacity_work(candidates, pools, inputs, sizes, 2 if expected else 1, yes)
     failures = Failures(v["gpu_mtbf_hours"], v["repair_hours"]) if v["failures"] else None
     plan = _cheapest(candidates, pools, inputs, sizes, progress, failures)
@@ -343,6 +344,19 @@ def capacity(
     return confident_plan(
         plan, v["confidence"], bound, candidates, inputs.traffic, inputs.config, progress
     )
+
+
+def _no_confidence_beside_a_bound(setting: Setting, confidence) -> None:
+    """Refuse a ``confidence`` given beside an ideal preset: it sizes a plan at an interval's
+    end, and an ideal bound has no interval (it had been dropped without a word)."""
+    if confidence is not None and not setting.assumptions.achievable:
+        raise SpecError(
+            "argument",
+            "confidence",
+            f"sizes the plan at an interval's end, and the "
+            f"'{setting.assumptions.label}' preset is an ideal bound, with no interval",
+            "drop it, or use the achievable preset: --assumptions achievable",
+        )
 
 
 def _capacity_candidates(model, hardware, problem: dict, v: dict) -> tuple[list, tuple | None]:

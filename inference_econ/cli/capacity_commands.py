@@ -144,7 +144,8 @@ def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **
         return
     for name in DEMAND[1:]:
         kwargs.pop(name, None)
-    confidence = kwargs.pop("confidence", None)
+    confidence = kwargs.pop("confidence", None)  # the default is the API's: passed only given,
+    confidence = confidence if "confidence" in given(ctx) else None  # as it fits only expected
     if gpus is not None:
         if len(names) > 1:
             raise SpecError(
