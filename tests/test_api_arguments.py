@@ -207,6 +207,28 @@ def test_request_prefill_prices_and_disaggregation_read_numbers_given_as_text(se
     assert list(text_pools["ttft_s"]) == pytest.approx(list(number_pools["ttft_s"]), rel=1e-12)
 
 
+def test_min_prefill_tokens_and_curve_points_given_as_text_read_as_their_numbers(setting):
+    """The checker reads text as its number; the checked number is the one used (the raw text
+    had gone on: a TypeError from inside price_ratio, the pools' comparison and max_load)."""
+    from inference_econ.serving.disaggregation import compare
+
+    ratio = "output_to_input_price_ratio"
+    as_text = ie.price_ratio("Llama 3 8B", "H100-paper", 2000, min_prefill_tokens="4096")
+    as_number = ie.price_ratio("Llama 3 8B", "H100-paper", 2000, min_prefill_tokens=4096)
+    assert as_text["prefill_batch"] == as_number["prefill_batch"] == 3
+    assert as_text[ratio] == pytest.approx(as_number[ratio], rel=1e-12)
+    text_pools = compare(setting, 2000, 200, 2, 16, min_prefill_tokens="4096")
+    number_pools = compare(setting, 2000, 200, 2, 16, min_prefill_tokens=4096)
+    assert list(text_pools["ttft_s"]) == pytest.approx(list(number_pools["ttft_s"]), rel=1e-12)
+    load = dict(gpus=1, input_lengths="200", output_lengths="50", requests=100,
+                slo_tpot_p99_s=0.05)  # fmt: skip
+    held = ie.max_load("Qwama 0.5B", "H100", curve_points="2", **load)
+    assert (
+        held.max_rate_per_s
+        == ie.max_load("Qwama 0.5B", "H100", curve_points=2, **load).max_rate_per_s
+    )
+
+
 @pytest.mark.parametrize(
     ("given", "words"),
     [

@@ -247,7 +247,9 @@ def max_load(
     from ..optimise.load_search import max_load as search
 
     checked_progress(progress)
-    check_number(curve_points, "argument", "curve_points", minimum=0, maximum=100, integer=True)
+    curve_points = check_number(
+        curve_points, "argument", "curve_points", minimum=0, maximum=100, integer=True
+    )  # text that reads as a number is read as it
     inputs = load_inputs(settings, traffic, targets, config, need_rate=False)
     problem, v = inputs.problem, inputs.other
     need_targets(inputs.targets)

@@ -87,7 +87,9 @@ def compare(
     prefill_gpus = checked["prefill_gpus"]
     if prompt_tokens is None:
         raise SpecError("argument", "prompt_tokens", "is missing", "give the prompt length")
-    check_number(min_prefill_tokens, "argument", "min_prefill_tokens", minimum=1, maximum=1e9)
+    min_prefill_tokens = check_number(
+        min_prefill_tokens, "argument", "min_prefill_tokens", minimum=1, maximum=1e9
+    )  # text that reads as a number is read as it
     check_request_context(setting, float(prompt_tokens), float(output_tokens))
     row, layout, _, decoder, _, bound_s = instance_layout(
         setting, decode_gpus, decode_batch, prompt_tokens + output_tokens / 2.0, discrete, True

@@ -45,7 +45,9 @@ def price_ratio(
     if context_tokens is None:
         raise SpecError("argument", "context_tokens", "is missing", "give the decode context")
     expect(method, Method, "method", "a Method", "e.g. ie.Method('grid'), or leave it out")
-    check_number(min_prefill_tokens, "argument", "min_prefill_tokens", minimum=1, maximum=1e9)
+    min_prefill_tokens = check_number(
+        min_prefill_tokens, "argument", "min_prefill_tokens", minimum=1, maximum=1e9
+    )  # text that reads as a number is read as it
     setting = make_setting(model, hardware, context_tokens=context_tokens, **kwargs)
     point = frontier(setting, method).preference_point()
     prompt = float(prompt_tokens or max(context_tokens, 1000.0))
