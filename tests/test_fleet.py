@@ -347,6 +347,17 @@ def test_hardware_given_replaces_the_fleet_files_own():
     assert set(map(tuple, given.values())) == {("H200-SXM",)}, given
 
 
+def test_each_model_searches_the_instance_sizes_of_its_own_max_gpus():
+    """The first model's max_gpus had bounded every model's instances: b (up to 2 GPUs) had
+    been searched on 1 GPU only, as a is."""
+    fleet = _fleet("trtllm")
+    fleet["models"][0]["max_gpus"] = 1
+    fleet["models"][1]["max_gpus"] = 2
+    frame = ie.fleet_plan(fleet).candidates
+    options = {m: sorted(frame[frame.model == m].option) for m in ("a", "b")}
+    assert options == {"a": ["1 x H100-SXM"], "b": ["1 x H100-SXM", "2 x H100-SXM"]}, options
+
+
 def test_a_fleet_under_a_power_cap(shared):
     """A loose cap leaves the fleet as it is; one below the least it can draw says what to
     raise it to."""

@@ -240,7 +240,7 @@ def fleet_plan(
         runs = sum(len(sizes_tried(s, sizes, most)) + len(SHARES) for s in m.settings)
         check_budget(m.traffic, runs * SIMULATIONS_PER_SEARCH, "the fleet plan", checked_yes(yes))
     pue = facility_pue(models[0].settings[0])
-    return plan(models, pue, sizes, models[0].settings[0].max_gpus, progress, cap)
+    return plan(models, pue, sizes, None, progress, cap)  # each model at its own max_gpus
 
 
 def _power_plan_only(settings: dict, power_at) -> None:

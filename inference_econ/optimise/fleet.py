@@ -204,11 +204,13 @@ def fleet_plan(
     """The cheapest fleet serving every model of ``models`` (module docstring), within
     ``power_cap_mw`` of facility power where given (each instance at its load, an unused share
     idle, times ``pue``); raises ``InfeasibleError`` naming the model when one has no
-    candidate that meets its targets, or the cap to reach when no fleet fits it."""
+    candidate that meets its targets, or the cap to reach when no fleet fits it. ``max_gpus``
+    None: each model's instances within its own setting's."""
     choices, alone, table, sharing = [], [], [], []
     for m in models:
+        most = m.settings[0].max_gpus if max_gpus is None else max_gpus  # the model's own
         options = instance_options(
-            m.settings, m.traffic, m.targets, m.config, sizes, max_gpus, SHARES, progress
+            m.settings, m.traffic, m.targets, m.config, sizes, most, SHARES, progress
         )
         parts = _parts(m, options)
         choices.append(parts)
