@@ -358,6 +358,30 @@ def test_each_model_searches_the_instance_sizes_of_its_own_max_gpus():
     assert options == {"a": ["1 x H100-SXM"], "b": ["1 x H100-SXM", "2 x H100-SXM"]}, options
 
 
+def test_a_fleet_whose_models_state_different_pues_is_refused_naming_the_field():
+    """A fleet is one site: its facility power had taken the first model's PUE for every
+    model's. One PUE under defaults, or the same on every model, is read."""
+    fleet = _fleet("trtllm")
+    fleet["models"][1]["pue"] = 1.6
+    with pytest.raises(
+        SpecError, match=r"field 'models\[1\]\.pue': b runs at PUE 1\.6 and a at 1\.3"
+    ):
+        ie.fleet_plan(fleet)
+    fleet["models"][0]["pue"] = 1.1
+    del fleet["models"][1]["pue"]
+    with pytest.raises(
+        SpecError, match=r"field 'models\[0\]\.pue': b runs at PUE 1\.3 and a at 1\.1"
+    ):
+        ie.fleet_plan(fleet)
+    from inference_econ.api.fleet import read_fleet
+
+    fleet["models"][1]["pue"] = 1.1
+    assert len(read_fleet(fleet)) == 2
+    fleet = _fleet("trtllm")
+    fleet["defaults"]["pue"] = 1.2
+    assert len(read_fleet(fleet)) == 2
+
+
 def test_a_fleet_under_a_power_cap(shared):
     """A loose cap leaves the fleet as it is; one below the least it can draw says what to
     raise it to."""

@@ -108,7 +108,25 @@ def read_fleet(fleet, hardware=None) -> list[FleetModel]:
                 source, f"models[{i}].name", f"{name!r} names two models",
                 "give each model its own 'name'",
             )  # fmt: skip
+    _one_pue(models, entries, source)
     return models
+
+
+def _one_pue(models: list, entries: list, source: str) -> None:
+    """Refuse models at different PUEs: a fleet is one site, whose facility power is its IT
+    power times one PUE (the first model's had been taken for every model's)."""
+    from ..serving.setting import facility_pue
+
+    pues = [facility_pue(m.settings[0]) for m in models]
+    for i, pue in enumerate(pues):
+        if not math.isclose(pue, pues[0]):
+            at = i if "pue" in entries[i] else 0
+            raise SpecError(
+                source, f"models[{at}].pue",
+                f"{models[i].name} runs at PUE {pue:g} and {models[0].name} at {pues[0]:g}, "
+                "and a fleet is one site with one PUE",
+                "give pue once, under 'defaults'",
+            )  # fmt: skip
 
 
 def _model(source: str, i: int, entry: Any, defaults: dict, gpus, shared_from: str) -> FleetModel:
