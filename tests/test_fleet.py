@@ -382,6 +382,26 @@ def test_a_fleet_whose_models_state_different_pues_is_refused_naming_the_field()
     assert len(read_fleet(fleet)) == 2
 
 
+def test_models_that_may_share_a_gpu_at_different_prices_are_refused_naming_the_field():
+    """A shared GPU had been priced at the first model's price: the same fleet cost 3.99 or 2.1
+    USD an hour as the model on on-demand prices came first or second. Models that cannot share
+    (TensorRT-LLM) keep their own prices."""
+    fleet = _fleet("vllm")
+    fleet["models"][1]["price_basis"] = "on-demand"
+    with pytest.raises(
+        SpecError,
+        match=r"'models\[1\]\.price_basis': b pays 3\.99 USD an hour "
+        r"for each H100-SXM and a 2\.1, and a GPU they share has one price",
+    ):
+        ie.fleet_plan(fleet)
+    from inference_econ.api.fleet import read_fleet
+
+    fleet = _fleet("trtllm")
+    fleet["models"][1]["price_basis"] = "on-demand"
+    prices = [m.settings[0].gpu.price_usd_per_hour for m in read_fleet(fleet)]
+    assert prices == [2.1, 3.99]
+
+
 def test_a_fleet_under_a_power_cap(shared):
     """A loose cap leaves the fleet as it is; one below the least it can draw says what to
     raise it to."""

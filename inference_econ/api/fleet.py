@@ -109,6 +109,7 @@ def read_fleet(fleet, hardware=None) -> list[FleetModel]:
                 "give each model its own 'name'",
             )  # fmt: skip
     _one_pue(models, entries, source)
+    _one_price(models, entries, source)
     return models
 
 
@@ -126,6 +127,32 @@ def _one_pue(models: list, entries: list, source: str) -> None:
                 f"{models[i].name} runs at PUE {pue:g} and {models[0].name} at {pues[0]:g}, "
                 "and a fleet is one site with one PUE",
                 "give pue once, under 'defaults'",
+            )  # fmt: skip
+
+
+def _one_price(models: list, entries: list, source: str) -> None:
+    """Refuse models that may share a GPU and pay different prices for one GPU type: a shared
+    GPU has one price (the first model's had been taken, so the fleet's cost hung on the
+    models' order)."""
+    from ..optimise.gpu_share import why_not_shared
+
+    first: dict[str, tuple[int, float]] = {}
+    for i, m in enumerate(models):
+        if why_not_shared(m.settings[0]) is not None:
+            continue
+        for s in m.settings:
+            j, price = first.setdefault(s.gpu.name, (i, s.gpu.price_usd_per_hour))
+            if math.isclose(price, s.gpu.price_usd_per_hour):
+                continue
+            at = next(
+                (f"models[{k}].{f}" for k in (i, j) for f in ("price_basis", "costs")
+                 if f in entries[k]), f"models[{i}].price_basis",
+            )  # fmt: skip
+            raise SpecError(
+                source, at,
+                f"{m.name} pays {s.gpu.price_usd_per_hour:.4g} USD an hour for each {s.gpu.name} "
+                f"and {models[j].name} {price:.4g}, and a GPU they share has one price",
+                "give price_basis (and costs) once, under 'defaults'",
             )  # fmt: skip
 
 
