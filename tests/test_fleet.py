@@ -146,6 +146,19 @@ def test_a_cap_below_one_instance_says_what_to_raise_it_to(uncapped):
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("cap", "says"),
+    [(0, "is 0 in MW"), (-1, "is -1 in MW"), (math.nan, "is nan"), ("abc", "expected a number in MW, got 'abc'"),
+     (True, "expected a number in MW, got True"), (1e9, "is 1e\\+09 in MW")],
+)  # fmt: skip
+def test_another_cap_is_checked_as_the_first_is(uncapped, cap, says):
+    """at_cap had taken any value: 0 and -1 read as caps below one instance (exit 1, not
+    bad input), NaN and text failed inside with a ValueError or a TypeError, True was 1 MW."""
+    with pytest.raises(SpecError, match=rf"field 'cap_mw': {says}"):
+        uncapped.at_cap(cap)
+    assert uncapped.at_cap("1000").instances == uncapped.at_cap(1000.0).instances
+
+
 def test_a_model_with_no_deployment_is_named():
     fleet = {
         "hardware": "H100",

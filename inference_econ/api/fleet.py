@@ -323,15 +323,9 @@ def checked_power_cap(value, source: str = "argument", field: str = "power_cap_m
     float or None
         The budget in MW of facility power.
     """
-    from ..specs.schema import check_number
+    from ..optimise.power_cap import checked_cap
 
-    if value is None:
-        return None
-    return float(
-        check_number(
-            value, source, field, minimum=0, exclusive_minimum=True, maximum=1e5, unit="MW"
-        )
-    )
+    return checked_cap(value, source, field)
 
 
 @table.takes(table.PROBLEM, table.LOAD, command="capacity")

@@ -27,8 +27,21 @@ from ..errors import InfeasibleError
 from ..load.deployment import Deployment
 from ..load.targets import Targets
 from ..serving.derived_intervals import renamed_intervals
+from ..specs.schema import check_number
 from .candidates import _rank
 from .instance_options import InstanceOption, need_power
+
+
+def checked_cap(value, source: str = "argument", field: str = "power_cap_mw") -> float | None:
+    """A site power budget checked: a finite number of MW above 0, text read as its number
+    (None: no cap); ``source`` and ``field`` say where it was given, for the error."""
+    if value is None:
+        return None
+    return float(
+        check_number(
+            value, source, field, minimum=0, exclusive_minimum=True, maximum=1e5, unit="MW"
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -61,7 +74,7 @@ class PowerPlan:
         """The same search's plan under another cap (no simulation runs again)."""
         return power_capped_plan(
             self.options, self.rate_per_s, self.targets, self.output_tokens_per_request,
-            self.pue, cap_mw, self.power_at, self.traffic,
+            self.pue, checked_cap(cap_mw, field="cap_mw"), self.power_at, self.traffic,
         )  # fmt: skip
 
     @property
