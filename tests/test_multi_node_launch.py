@@ -271,12 +271,46 @@ def test_vllm_data_parallel_ranks_of_pipeline_stages_stay_whole_on_their_nodes()
     assert commands[1].argv[commands[1].argv.index("--data-parallel-start-rank") + 1] == "2"
     three = dataclasses.replace(w, gpus=6, tensor=3, pipeline=2, attention_dp=3, expert=3)
     gb200 = dataclasses.replace(plan, setting=plan.setting.replace(gpu=load_hardware("GB200")))
-    (place,) = nodes.places((three,), gb200.setting.gpu, False, lambda w: 2)["server"]
+    (place,) = nodes.places((three,), gb200.setting.gpu, False, lambda w, g: g % 2 == 0)["server"]
     assert (place.nodes, place.gpus_per_node) == (3, 2)
     commands = ec.commands(dataclasses.replace(gb200, workers=(three,)))
     assert [c.node for c in commands] == [0, 1, 2]
     starts = [c.argv[c.argv.index("--data-parallel-start-rank") + 1] for c in commands[1:]]
     assert starts == ["1", "2"]
+
+
+def _sglang_node_ranks(tp: int, pp: int, nnodes: int, node_rank: int) -> list[tuple]:
+    """The (pipeline rank, tensor rank, GPU id) SGLang 0.5.3 starts on node ``node_rank`` of
+    a copy: a node holds pp // nnodes whole stages, or tp // (nnodes // pp) ranks of one
+    (python/sglang/srt/entrypoints/engine.py, managers/data_parallel_controller.py)."""
+    per_group = max(nnodes // pp, 1)
+    tp_here, pp_here = tp // per_group, max(pp // nnodes, 1)
+    tps = range(tp_here * (node_rank % per_group), tp_here * (node_rank % per_group + 1))
+    pps = range(pp_here * (node_rank // per_group), pp_here * (node_rank // per_group + 1))
+    return [(p, t, (p % pp_here) * tp_here + t % tp_here) for p in pps for t in tps]
+
+
+def test_sglang_pipeline_stages_nest_in_the_copys_nodes():
+    """Qwen3-235B-A22B at TP12 x PP2 with attention data parallelism (24 H200s): SGLang 0.5.3
+    gives each node whole stages or an equal share of one, so the copy takes four nodes of 6
+    GPUs (three of 8 would start 12 ranks on each, on GPUs 8-11 a node lacks, and a third
+    stage): every rank starts once, on a GPU of its node. The header counts the idle GPUs."""
+    plan = api.export(
+        "Qwen3-235B-A22B", "H200", weight_bits=8, engine="sglang", gpus=24, batch=508,
+        prompt_tokens=1000, output_tokens=200, checkpoint="./q8",
+    )  # fmt: skip
+    (w,) = plan.workers
+    assert (w.tensor, w.pipeline, w.attention_dp) == (12, 2, 6)
+    (place,) = ec.placements(plan)["server"]
+    assert (place.nodes, place.gpus_per_node) == (4, 6)
+    commands = ec.commands(plan)
+    assert [c.argv[c.argv.index("--nnodes") + 1] for c in commands] == ["4"] * 4
+    started = [r for k in range(place.nodes) for r in _sglang_node_ranks(12, 2, place.nodes, k)]
+    assert sorted((p, t) for p, t, _ in started) == [(p, t) for p in range(2) for t in range(12)]
+    assert max(gpu for *_, gpu in started) < place.gpus_per_node
+    three = _sglang_node_ranks(12, 2, 3, 0)  # the split the export had written
+    assert max(gpu for *_, gpu in three) >= 8
+    assert "its 24 GPUs take 4 nodes of 8: 8 GPUs left idle" in bundle.render(plan)["launch.sh"]
 
 
 def test_vllm_data_parallel_ranks_larger_than_a_node_are_refused():

@@ -98,15 +98,25 @@ def _ports(plan: LaunchPlan) -> dict:
 def placements(plan: LaunchPlan) -> dict[str, list[Place]]:
     """Where every copy of every worker runs, in the order of ``_ports`` (``nodes.places``):
     under vLLM a data-parallel rank (its tensor and pipeline GPUs) stays on one node."""
-    return places(plan.workers, plan.setting.gpu, _fronted(plan), _rank_gpus(plan.engine))
+    return places(plan.workers, plan.setting.gpu, _fronted(plan), _node_share(plan.engine))
 
 
-def _rank_gpus(engine: str):
-    """The GPUs of the piece of a worker ``engine`` keeps on one node: vLLM's data-parallel
-    rank (each an engine of its own, on its node's GPUs); 1 elsewhere."""
-    if engine != "vllm":
-        return lambda w: 1
-    return lambda w: (w.tensor // w.attention_dp) * w.pipeline if w.attention_dp > 1 else 1
+def _node_share(engine: str):
+    """Whether ``engine`` starts a copy of worker ``w`` with ``g`` GPUs on each of its nodes:
+    vLLM keeps a data-parallel rank (an engine of its own) on its node's GPUs; SGLang 0.5.3
+    gives each node whole pipeline stages (``--pp-size`` / ``--nnodes`` of them) or an equal
+    share of one stage's tensor group, reading its ranks as nnodes_per_tp_group = nnodes //
+    pp_size and pp_size_per_node = pp_size // nnodes (sgl-project/sglang v0.5.3,
+    python/sglang/srt/entrypoints/engine.py:782-801, managers/data_parallel_controller.py:
+    267-303): TP12 PP2 over three nodes of 8 would start twelve ranks on each, and a third
+    stage; TensorRT-LLM's MPI ranks take any even split."""
+    if engine == "vllm":
+        return lambda w, g: (
+            w.attention_dp <= 1 or g % (w.tensor // w.attention_dp * w.pipeline) == 0
+        )
+    if engine == "sglang":
+        return lambda w, g: g % w.tensor == 0 or w.tensor % g == 0
+    return lambda w, g: True
 
 
 def _visible(ids) -> tuple[tuple[str, str], ...]:

@@ -85,12 +85,13 @@ def names_a_node(text: str) -> bool:
     return bool(_ADDRESS.search(text))
 
 
-def places(workers, gpu, fronted: bool, unit=lambda w: 1) -> dict[str, list[Place]]:
+def places(workers, gpu, fronted: bool, fits=lambda w, g: True) -> dict[str, list[Place]]:
     """Every copy of every worker, in order, placed on nodes of ``gpu``: copies of at most a
     node's GPUs packed in turn, each on GPUs of its own; a larger copy on whole nodes of its
     own, the fewest over which its GPUs split evenly (12 on 8-GPU nodes: 6 on each of two), as
-    the engines' multi-node launches want, in whole pieces of ``unit(worker)`` GPUs where the
-    engine keeps such a piece on one node (vLLM's data-parallel ranks) and a node holds one.
+    the engines' multi-node launches want, and whose ``g`` GPUs a node the engine starts the
+    copy on (``fits(worker, g)``: vLLM keeps a data-parallel rank on one node, SGLang a
+    pipeline stage's GPUs on whole nodes or whole stages on one) where such a count is.
     A lone server of one node sees every GPU."""
     per = gpu.gpus_per_host
     out: dict[str, list[Place]] = {}
@@ -100,7 +101,7 @@ def places(workers, gpu, fronted: bool, unit=lambda w: 1) -> dict[str, list[Plac
         for _ in range(w.count):
             if w.gpus > per:
                 even = [n for n in range(-(-w.gpus // per), w.gpus + 1) if w.gpus % n == 0]
-                whole = [n for n in even if (w.gpus // n) % unit(w) == 0]
+                whole = [n for n in even if fits(w, w.gpus // n)]
                 span = (whole or even)[0]
                 node += 1 if used else 0
                 out[w.role].append(Place(node, span, w.gpus // span))
