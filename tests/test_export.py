@@ -187,6 +187,7 @@ def check_trtllm_options(options: dict, api_fields: dict) -> None:
         assert transceiver["backend"] in values["CacheTransceiverConfig.backend"]
     moe = options.get("moe_config", {})
     assert set(moe) <= set(api_fields["MoeConfig"])
+    assert moe.get("backend", "CUTLASS") in values["MoeConfig.backend"]
     if "load_balancer" in moe:
         assert set(moe["load_balancer"]) <= set(api_fields["MoeLoadBalancerConfig"])
     spec = options.get("speculative_config")
@@ -268,6 +269,7 @@ def test_every_name_in_launch_flags_yaml_is_in_its_record():
                             ("moe_load_balancer_config", "MoeLoadBalancerConfig"),
                             ("cache_transceiver_config", "CacheTransceiverConfig")):  # fmt: skip
         assert set(trtllm[section].values()) <= set(trt[fields]), section
+    assert set(trtllm["mxfp4_moe_backend"].values()) <= set(trt["values"]["MoeConfig.backend"])
     spec = trt["speculative_config"]
     assert set(trtllm["speculative_type"].values()) <= set(spec["decoding_type"])
     assert set(trtllm["speculative_config"].values()) <= set().union(

@@ -213,3 +213,22 @@ def test_trtllm_balances_gpt_oss_experts_as_its_1_2_line_lists_them():
     assert (w.expert, w.attention_dp) == (4, 4)
     config = yaml.safe_load(api.launch_files(plan)["trtllm-server.yaml"])
     assert config["moe_config"]["load_balancer"] == {"num_slots": 132, "layer_updates_per_iter": 1}
+
+
+def test_trtllm_runs_mxfp4_experts_on_the_backend_the_plan_is_priced_with():
+    """gpt-oss's MXFP4 experts are priced with the kernels AIConfigurator times them on
+    (Triton on Hopper, TRTLLM-gen on Blackwell), the backends TensorRT-LLM 1.2.1's gpt-oss
+    guide sets; left out, 1.2.1 runs its default CUTLASS. The worker's extra options name
+    them, values MoeConfig.backend takes; FP8 and 16-bit experts keep the default (no
+    moe_config); a balancer beside TRITON, which runs none, is refused naming SGLang."""
+    values = record("trtllm-1.2.1.json")["llm_api"]["values"]["MoeConfig.backend"]
+    kw = dict(engine="trtllm", prompt_tokens=1000, output_tokens=500, gpus=1, batch=64)
+    for gpu, backend in (("H200", "TRITON"), ("H100", "TRITON"), ("B200", "TRTLLM")):
+        plan = api.export("gpt-oss-120b", gpu, **kw)
+        options = yaml.safe_load(api.launch_files(plan)["trtllm-server.yaml"])
+        assert options["moe_config"] == {"backend": backend} and backend in values, gpu
+    for model, extra in (("DeepSeek-V3", dict(gpus=8, weight_bits=8)), ("Llama 3.1 8B", {})):
+        plan = api.export(model, "H200", **(kw | extra))
+        assert "moe_config" not in ec.trtllm_options(plan, plan.workers[0]), model
+    with pytest.raises(SpecError, match=r"TRITON MoE backend.*no load balancer.*for sglang"):
+        api.export("gpt-oss-120b", "H200", **(kw | dict(gpus=4, batch=512, redundant_experts=4)))

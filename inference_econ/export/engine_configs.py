@@ -17,7 +17,7 @@ import json
 from ..errors import SpecError
 from ..measured.layouts import attention_words
 from .eplb import sglang_arguments, trtllm_balancer, vllm_arguments
-from .experts import uneven_experts
+from .experts import trtllm_moe_backend, uneven_experts
 from .launch import LaunchPlan, Worker, engine_names
 from .nodes import (
     Command,
@@ -456,9 +456,15 @@ def trtllm_options(plan: LaunchPlan, w: Worker) -> dict:
         }
     if w.role == "prefill":  # disaggregated context servers run without it (1.2.1's docs)
         out[api["overlap_off"]] = True
+    moe: dict = {}
     balancer = trtllm_balancer(plan, names)
+    backend = trtllm_moe_backend(plan.setting, names)  # the priced kernel's (MXFP4 experts)
+    if backend:
+        moe[names["moe_config"]["backend"]] = backend
     if balancer:  # MoeConfig.load_balancer takes the MoeLoadBalancerConfig inline
-        out[api["moe"]] = {names["moe_config"]["load_balancer"]: balancer}
+        moe[names["moe_config"]["load_balancer"]] = balancer
+    if moe:
+        out[api["moe"]] = moe
     return out
 
 

@@ -10,6 +10,7 @@ import json
 import re
 
 from ..errors import SpecError
+from .experts import trtllm_moe_backend
 
 #: The Hugging Face architecture (config.json's ``architectures[0]``, what each engine picks
 #: its model class by) of each family of mixtures of experts the catalog holds, by the model
@@ -83,6 +84,14 @@ BALANCED = {
 #: (vllm/model_executor/layers/fused_moe/layer.py), so MXFP4 (gpt-oss), NVFP4, AWQ and GPTQ
 #: experts are refused at start.
 VLLM_BALANCED_BITS = (8.0, 16.0)
+
+#: TensorRT-LLM's MoE backends that run no load balancer: create_moe asserts one only beside
+#: WideEPMoE, CutlassFusedMoE, TRTLLMGenFusedMoE, CuteDslFusedMoE and DeepGemmFusedMoE
+#: (tensorrt_llm/_torch/modules/fused_moe/create_moe.py, "MoE Load Balance is only supported
+#: in ..."; TritonFusedMoE is in none of the stored versions of the 1.x line, the v1.2.1 tag
+#: itself not read), so gpt-oss on Hopper, whose experts the export runs on TRITON
+#: (``experts.trtllm_moe_backend``), is balanced by no launch it writes.
+TRTLLM_UNBALANCED_BACKENDS = ("TRITON",)
 
 #: TensorRT-LLM's balancer moves one layer's experts a step (online); 0 would be a static
 #: balancer, which needs each layer's initial_global_assignments from a recorded load.
@@ -180,7 +189,17 @@ def _elsewhere(engine: str, arch: str | None, skip: tuple[str, ...] = ()) -> str
 def _engine_limits(plan, names: dict, r: int) -> None:
     """vLLM 0.11.0's own: EPLB on CUDA only (ParallelConfig: "Expert parallelism load
     balancing is only supported on CUDA devices now", vllm/config/parallel.py), of FP8 or
-    unquantized experts (``VLLM_BALANCED_BITS``)."""
+    unquantized experts (``VLLM_BALANCED_BITS``). TensorRT-LLM's: none on a MoE backend
+    without a balancer (``TRTLLM_UNBALANCED_BACKENDS``), where the plan's experts run on one."""
+    if plan.engine == "trtllm":
+        s, backend = plan.setting, trtllm_moe_backend(plan.setting, names)
+        if backend in TRTLLM_UNBALANCED_BACKENDS:
+            _refuse(
+                f"is {r}, but trtllm {names['version']} runs {s.model.name}'s MXFP4 experts on "
+                f"{s.gpu.name} on its {backend} MoE backend, whose kernel the plan is priced "
+                "with, and that backend runs no load balancer",
+                f"leave {FLAG} out{_elsewhere('trtllm', architecture(s))}",
+            )
     if plan.engine != "vllm":
         return
     from ..specs.platforms import platform_of

@@ -4,6 +4,8 @@ with that tensor group; else the experts tensor-split (EP1), priced so, and said
 
 from __future__ import annotations
 
+import math
+
 from ..model.step_calls import whole_expert_degrees
 from ..serving.setting import Setting
 
@@ -37,6 +39,20 @@ def launched_degree(setting: Setting, t: int, engine: str) -> int:
     (the experts tensor-split, as ``launch._tensor_split`` checks they can be)."""
     e = priced_degree(setting, t)
     return e if e in (1, t) or engine in PART_OF_GROUP else 1
+
+
+def trtllm_moe_backend(setting: Setting, names: dict) -> str | None:
+    """The ``moe_config.backend`` a TensorRT-LLM worker names for the plan's routed experts:
+    MXFP4 ones (a fractional width below 8: gpt-oss's 4.25 bits) on the backend whose kernel
+    the plan is priced with, by the part's family of kernel tables (``mxfp4_moe_backend`` of
+    launch_flags.yaml: TRITON on Hopper, TRTLLM on Blackwell); None, the engine's default
+    (CUTLASS), for any other format or part."""
+    from ..model.moe import family_of
+
+    bits = float(setting.precision.weight_bits)
+    if not setting.model.is_moe or bits >= 8 or bits == math.floor(bits):
+        return None
+    return names.get("mxfp4_moe_backend", {}).get(family_of(setting.gpu))
 
 
 def expert_note(setting: Setting, t: int, launched: int, engine: str, version: str) -> str:
