@@ -281,6 +281,19 @@ def test_aiperf_metric_it_cannot_use_is_that_row_unresolved(tmp_path):
     assert got["mean_TPOT"] == "ok"
 
 
+@pytest.mark.parametrize(
+    "count, said",
+    [(0, "is 0 (expected a number > 0)"), (60.5, "is 60.5 (expected a whole number")],
+)
+def test_aiperf_request_count_it_cannot_use_makes_its_rows_unresolved(tmp_path, count, said):
+    """The run's count sizes the replay: one that cannot be a count was dropped, and the rows
+    predicted for a run of the replay's own length (609.6 tokens/s became 724.1)."""
+    got = _statuses(_aiperf(tmp_path, lambda d: d["request_count"].update(avg=count)))
+    assert len(got) == 6
+    for status in got.values():
+        assert status.startswith("unresolved: request_count.avg " + said), status
+
+
 def test_the_unchanged_files_still_read_ok(tmp_path):
     assert all(r.ok for r in load_measured(_vllm(tmp_path)))
     rate = load_measured(_vllm(tmp_path, VLLM_RATE, name="rate.json"))

@@ -535,8 +535,14 @@ def _aiperf_rows(run: dict, path: Path, at: str) -> list:
         )
     except Unusable as why:
         return unresolved_rows(base, metrics, why, where)
-    # a whole count of at least one (an unusable one, or none: the replay's own count)
-    done = count if isinstance(count, float) and count >= 1 and count.is_integer() else None
+    # the run's count, a whole number (none: the replay's own count); one it cannot be (0,
+    # NaN, 60.5) is its rows' reason, not a run of the replay's own length in silence
+    if isinstance(count, float) and not (count >= 1 and count.is_integer()):
+        count = Unusable(str(path), f"{at}request_count.avg", f"is {count:g}",
+                         "expected a whole number of requests >= 1")  # fmt: skip
+    if isinstance(count, Unusable):
+        return unresolved_rows(base, metrics, count, where)
+    done = count
     if pool:  # the replay sends them again as aiperf did, to the engine's prefix cache
         base["distinct_prompts"] = str(pool)
         note += f"; prompts: {pool} synthetic ones, each sent again"
