@@ -294,6 +294,18 @@ def test_aiperf_request_count_it_cannot_use_makes_its_rows_unresolved(tmp_path, 
         assert status.startswith("unresolved: request_count.avg " + said), status
 
 
+@pytest.mark.parametrize("unit", ["requests/sec", "tokens/min", "furlongs"])
+def test_aiperf_output_rate_in_another_unit_is_its_row_unresolved(tmp_path, unit):
+    """An output token throughput stated in requests a second (or per minute) was read as
+    tokens a second."""
+    change = lambda d: d["output_token_throughput"].update(unit=unit)  # noqa: E731
+    got = _statuses(_aiperf(tmp_path, change))
+    assert got["throughput"].startswith(
+        f"unresolved: output_token_throughput.unit is '{unit}', not output tokens a second"
+    ), got["throughput"]
+    assert got["mean_TPOT"] == "ok"
+
+
 def test_the_unchanged_files_still_read_ok(tmp_path):
     assert all(r.ok for r in load_measured(_vllm(tmp_path)))
     rate = load_measured(_vllm(tmp_path, VLLM_RATE, name="rate.json"))

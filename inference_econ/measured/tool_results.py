@@ -49,7 +49,7 @@ import pandas as pd
 from ..errors import SpecError, short
 from ..specs.inputs import NotJSON, parse_json, read_json, read_text
 from .inferencex import inferencex_rows, is_inferencex
-from .metric_names import SECONDS, time_unit
+from .metric_names import SECONDS, rate_unit_problem, time_unit, unit_counts
 from .result_fields import (
     UNUSABLE,
     Unusable,
@@ -480,6 +480,22 @@ def _avg(run: dict, key: str, path: Path, at: str, stat: str = "avg", time=False
     return value * SECONDS[read] / SECONDS["ms"]
 
 
+def _tokens_per_s(run: dict, key: str, path: Path, at: str):
+    """An aiperf rate of output tokens (``{"unit": "tokens/sec", "avg": ...}``), ``checked``;
+    one whose unit counts something else or is not per second ("requests/sec", "tokens/min")
+    is ``Unusable``: its row is unresolved, not read as tokens a second."""
+    value = _avg(run, key, path, at)
+    unit = (section(run.get(key), path, at + key, dict) or {}).get("unit")
+    if unit is None or not isinstance(value, float):  # none: tokens/sec, as the tool writes it
+        return value
+    if unit_counts(str(unit)) != "tokens" or rate_unit_problem(str(unit), key):
+        return Unusable(
+            str(path), f"{at}{key}.unit", f"is {short(unit)}, not output tokens a second",
+            "give the file as the tool wrote it: tokens/sec",
+        )  # fmt: skip
+    return value
+
+
 def _aiperf_rows(run: dict, path: Path, at: str) -> list:
     """The rows of one ``aiperf profile`` export."""
     config = section(run.get("input_config"), path, at + "input_config", dict) or {}
@@ -509,7 +525,7 @@ def _aiperf_rows(run: dict, path: Path, at: str) -> list:
     metrics = [
         (metric, value, unit)
         for metric, value, unit in (
-            ("throughput", _avg(run, "output_token_throughput", path, at), "tokens/s"),
+            ("throughput", _tokens_per_s(run, "output_token_throughput", path, at), "tokens/s"),
             # aiperf's inter-token latency is (end-to-end - TTFT) / (output tokens - 1) per
             # request: the time per output token the format calls TPOT
             ("mean_TPOT", _avg(run, "inter_token_latency", path, at, time=True), "ms"),
