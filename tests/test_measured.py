@@ -107,6 +107,8 @@ def test_benchmark_names_resolve_through_the_catalog(training_rows):
         ((), "the file is empty"),
         ((HEADER,), "header but no rows"),
         (("model,hardware,metric\nx,y,z",), "columns missing: n_gpus, value, unit"),
+        # the second value column had been dropped and the first read as the row's figure
+        ((HEADER + ",value", ROW + ",2400"), "field 'value': column given twice (keep one)"),
     ],
 )
 def test_bad_files_fail_with_one_line_and_exit_2(tmp_path, lines, field):

@@ -222,6 +222,9 @@ def _read_columns(
             f"columns missing: {', '.join(missing)}",
             f"the columns are {', '.join(REQUIRED)} (and optionally {', '.join(OPTIONAL)})" + also,
         )
+    twice = next((c for c in (*REQUIRED, *OPTIONAL) if header.count(c) > 1), None)
+    if twice:  # which of the two holds the row's figure is not for the reader to guess
+        raise SpecError(str(path), twice, "column given twice", "keep one")
     if not lines:
         raise SpecError(str(path), "", "the file has a header but no rows", "add measured rows")
     width, ragged = len(header), {}
@@ -237,7 +240,7 @@ def _read_columns(
             ragged[i] = _runs_over(line, breaks)
         rows.append(cells)
     names, seen = [], {}
-    for name in header:  # a name given twice is told apart as pandas does ("notes.1")
+    for name in header:  # a column it does not read given twice: told apart ("extra.1")
         count = seen.get(name, 0)
         seen[name] = count + 1
         names.append(name if not count else f"{name}.{count}")
