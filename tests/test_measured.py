@@ -109,6 +109,11 @@ def test_benchmark_names_resolve_through_the_catalog(training_rows):
         (("model,hardware,metric\nx,y,z",), "columns missing: n_gpus, value, unit"),
         # the second value column had been dropped and the first read as the row's figure
         ((HEADER + ",value", ROW + ",2400"), "field 'value': column given twice (keep one)"),
+        # a spreadsheet's semicolons: the fix had listed the columns the header already names
+        (
+            (HEADER.replace(",", ";"), ROW.replace(",", ";")),
+            "(its names are apart by semicolons: save the file comma-separated)",
+        ),
     ],
 )
 def test_bad_files_fail_with_one_line_and_exit_2(tmp_path, lines, field):

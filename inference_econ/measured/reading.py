@@ -197,6 +197,10 @@ STATED_BY = {
 }
 
 
+#: Cells apart by other characters than commas, as spreadsheets export them in some locales.
+SEPARATORS = ((";", "semicolons"), ("\t", "tabs"), ("|", "bars"))
+
+
 def _read_columns(
     path: Path, given: tuple[str, ...] = (), statable: tuple[str, ...] = ()
 ) -> tuple[list[str], list[list[str]], dict[int, SpecError], list[int]]:
@@ -216,12 +220,11 @@ def _read_columns(
         also = (
             f"; or give {' and '.join(options)}, which states it for every row" if options else ""
         )
-        raise SpecError(
-            str(path),
-            missing[0],
-            f"columns missing: {', '.join(missing)}",
-            f"the columns are {', '.join(REQUIRED)} (and optionally {', '.join(OPTIONAL)})" + also,
-        )
+        fix = f"the columns are {', '.join(REQUIRED)} (and optionally {', '.join(OPTIONAL)})"
+        apart = next((n for s, n in SEPARATORS if len(header) == 1 and s in header[0]), "")
+        if apart:  # a spreadsheet's export in another locale: one column of every name
+            fix, also = f"its names are apart by {apart}: save the file comma-separated", ""
+        raise SpecError(str(path), missing[0], f"columns missing: {', '.join(missing)}", fix + also)
     twice = next((c for c in (*REQUIRED, *OPTIONAL) if header.count(c) > 1), None)
     if twice:  # which of the two holds the row's figure is not for the reader to guess
         raise SpecError(str(path), twice, "column given twice", "keep one")
