@@ -250,6 +250,16 @@ def test_report_of_a_missing_folder_is_one_line(tmp_path):
     assert result.exit_code == 2 and "inference-econ study FILE --out DIR" in result.stderr
 
 
+def test_report_of_a_table_a_command_wrote_says_so(tmp_path):
+    """A frontier's CSV had been read as a scenario: "not valid YAML at line 5"."""
+    table = tmp_path / "frontier.csv"
+    table.write_text("# Computed with: x\ntokens_per_s,usd_per_m_output_tokens,gpus\n1,2,3\n")
+    result = CliRunner().invoke(main, ["report", str(table), "--out", str(tmp_path / "r.html")])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error: {table}: is a table a command wrote, not a study's")
+    assert "YAML" not in result.stderr and not (tmp_path / "r.html").exists()
+
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = [
     "--headless",

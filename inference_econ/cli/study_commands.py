@@ -162,6 +162,14 @@ def report(source, out, compare, max_points, where, quiet):
     from ..output.report_sections import scenario_section, study_section
 
     folder = Path(source).is_dir()
+    if not folder and Path(source).suffix.lower() in TABLE_SUFFIXES and Path(source).is_file():
+        raise SpecError(  # a frontier's or compare-measured's table: not read as bad YAML
+            source,
+            "",
+            "is a table a command wrote, not a study's output folder or a scenario",
+            "give the folder 'inference-econ study FILE --out DIR' wrote, or a scenario; "
+            "a frontier draws its own figure with --figure",
+        )
     for flag, value in (("--compare", compare), ("--where", where)):
         if value and not folder:  # a scenario's report has no axes to compare or slice
             raise SpecError(
@@ -184,6 +192,10 @@ def report(source, out, compare, max_points, where, quiet):
         section = scenario_section(run_scenario(scenario, progress=progress))
     write_report([section], out, section.title, max_points)
     click.echo(f"wrote {out}", err=True)
+
+
+#: Files ``report`` is given by mistake: the tables ``frontier --out`` and others write.
+TABLE_SUFFIXES = (".csv", ".tsv", ".gz")
 
 
 def _where(items) -> dict:
