@@ -250,6 +250,20 @@ def test_point_prints_its_step_as_operations_whose_times_add_up_to_its_latency()
         assert columns[part].sum() == pytest.approx(row[part], rel=1e-12, abs=1e-18)
 
 
+def test_the_kernel_clocks_note_names_the_tables_it_read():
+    """A part with tables names its own folder of kernels/ (B300's since they ship); a part
+    without says its figures are the physics fitted to other GPUs' tables."""
+    from inference_econ import api
+
+    notes = {}
+    for gpu in ("B300", "H20"):
+        setting = ie.make_setting("Llama 3.1 8B", gpu, assumptions="achievable", clock="kernel")
+        row = api.point_fields(setting, gpus=1, batch=8, discrete=True)
+        notes[gpu] = api.point_operations(setting, row, discrete=True).note
+    assert "kernels/b300_sxm/trtllm-1.3.0rc20 and kernels/b300_sxm/nccl-2.29.2" in notes["B300"]
+    assert "H20 has no measured tables: the physics fitted to other GPUs' tables" in notes["H20"]
+
+
 @pytest.mark.parametrize("preset", ["refined", "achievable"])
 def test_a_batch_smaller_than_the_stages_lists_its_own_flop(preset):
     """DeepSeek-R1 at 8 bits on 16 x H100 as PP2 x TP8 (§B12): one request's step takes as long

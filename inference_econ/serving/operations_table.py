@@ -23,11 +23,24 @@ CLOCK_NOTES = {
     "shared by its operations' work; a GEMM's time holds its kernels' fixed cost; kernel "
     "launches: the engine's per-layer overhead; host and scheduling: its step and "
     "per-sequence host work (0 where the runtime overlaps it with the GPU)",
-    "kernels": "kernels: each operation at its measured kernel's time (TensorRT-LLM 1.3.0rc20 "
-    "and NCCL tables, interpolated; physics fitted to them on a GPU without), one after "
+    "kernels": "kernels: each operation at its measured kernel's time ({tables}), one after "
     "another; launches inside a CUDA graph cost nothing apart; host work as the engine clock "
     "charges it",
 }
+
+
+def kernel_tables_read(gpu_name: str) -> str:
+    """Which tables the kernel clock read for a part: its own folder of kernels/, or, for a
+    part without one, the physics fitted to the others'."""
+    from ..specs.kernel_tables import DEFAULT_TABLES, NCCL_TABLES, kernel_folder
+
+    folder = kernel_folder(gpu_name)
+    if folder is None:
+        return f"{gpu_name} has no measured tables: the physics fitted to other GPUs' tables"
+    return (
+        f"kernels/{folder}/{DEFAULT_TABLES} and kernels/{folder}/{NCCL_TABLES}, interpolated; "
+        f"the fitted physics where a table lacks the class"
+    )
 
 
 #: What a table of an engine that overlaps two micro-batches says besides (§F7).
@@ -85,9 +98,10 @@ class OperationTable:
 
     @property
     def note(self) -> str:
-        text = CLOCK_NOTES[self.clock]
+        tables = kernel_tables_read(self.step.model.machine.gpu.name)
+        text = CLOCK_NOTES[self.clock].format(tables=tables)
         if self.kernels is not None:
-            text += f". {CLOCK_NOTES['kernels']}"
+            text += ". " + CLOCK_NOTES["kernels"].format(tables=tables)
         engine = self.step.model.engine
         if engine is not None and engine.overlap_family is not None:
             text += f". {OVERLAP_NOTE}"
