@@ -8,6 +8,7 @@ import shlex
 import pytest
 
 from inference_econ import api
+from inference_econ.errors import SpecError
 
 
 def _servers(plan, role: str) -> list[list[str]]:
@@ -63,3 +64,37 @@ def test_disagg_export_launches_the_speculation_its_decode_was_priced_with():
         assert argv[argv.index("--speculative-num-steps") + 1] == "3"
         assert argv[argv.index("--speculative-num-draft-tokens") + 1] == "4"
         assert "--speculative-algorithm" not in _servers(plain, role)[0]
+
+
+def test_sglang_decode_pool_with_pipeline_stages_is_refused_with_the_fix():
+    """SGLang 0.5.3 runs no pipeline loop for a decode server (run_scheduler_process picks
+    event_loop_normal_disagg_decode whatever --pp-size, python/sglang/srt/managers/
+    scheduler.py lines 2881-2885; disaggregation/decode.py fixes its pipeline rank at 0):
+    Llama 3.1 405B's decode worker of 16 H100s, planned PP2 x TP8, is refused naming the
+    version, the pool, the layout and the fix; it had been written with --pp-size 2 beside
+    --disaggregation-mode decode. Planned without pipeline stages it launches as TP16."""
+    pools = dict(engine="sglang", plan="disagg", gpus=16, batch=64, prefill_gpus=8,
+                 prompt_tokens=2000, output_tokens=500, weight_bits=8)  # fmt: skip
+    with pytest.raises(SpecError) as refused:
+        api.export("Llama 3.1 405B", "H100", **pools)
+    text = str(refused.value)
+    assert "decode pool's copies run PP2 x TP8" in text and "sglang 0.5.3" in text
+    assert "--no-pipeline" in text
+    plain = api.export("Llama 3.1 405B", "H100", **pools, pipeline=False)
+    for argv in _servers(plain, "decode"):
+        assert argv[argv.index("--tp-size") + 1] == "16" and "--pp-size" not in argv
+
+
+def test_sglang_prefill_pool_keeps_its_pipeline_stages():
+    """SGLang 0.5.3 runs a prefill server's stages (event_loop_pp_disagg_prefill, its decode
+    servers fetching the prefill's pipeline size at bootstrap): a capacity plan of Llama
+    3.1 405B on H100 whose prefill copies are PP2 x TP4 launches them with --pp-size 2."""
+    plan = api.export(
+        "Llama 3.1 405B", ["H100"], engine="sglang", plan="capacity", disaggregated=True,
+        sizes=[8, 16], weight_bits=8, arrival_rate_per_s=10.0, input_lengths="2000",
+        output_lengths="500", slo_ttft_p99_s=10.0, slo_tpot_p99_s=0.3, requests=200,
+    )  # fmt: skip
+    prefill, decode = plan.workers
+    assert (prefill.pipeline, decode.pipeline) == (2, 1)
+    for argv in _servers(plan, "prefill"):
+        assert argv[argv.index("--pp-size") + 1] == "2"

@@ -29,6 +29,7 @@ from .overlap import overlap_launches
 from .refusals import (
     checkpoint_of,
     longest_request,
+    pipeline_launches,
     speculation_launches,
     weights_launch,
 )
@@ -257,12 +258,14 @@ def worker(
 
 def finish(plan: LaunchPlan) -> LaunchPlan:
     """The plan, or the refusal of a worker that does not fit its GPUs (with the numbers), of
-    speculation its engine refuses at start on the plan's layout, of redundant experts its
+    speculation its engine refuses at start on the plan's layout, of a disaggregated pool's
+    pipeline stages its engine does not run in that role, of redundant experts its
     balancer would not hold (its weights: ``loaded_checkpoint``, before the plan's work) or of two-batch
     overlap it would not run; the notes of the redundant experts and the overlap added."""
     require_fit([w.memory for w in plan.workers])
     names = engine_names(plan.engine)
     speculation_launches(plan, names)
+    pipeline_launches(plan, names)
     added = balancer_launches(plan, names) + overlap_launches(plan, names)
     return dataclasses.replace(plan, notes=plan.notes + added) if added else plan
 

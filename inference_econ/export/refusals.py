@@ -1,9 +1,10 @@
 """What an exported launch loads, and what its engine would refuse at start (each refused
 here with the argument to change): the checkpoint (``checkpoint_of``), weights of another format
 than the checkpoint's (``weights_launch``), speculation the engine version does not run on the
-plan's layout (``speculation_launches``), requests longer than the model's window or the
-given max model length (``longest_request``). ``plan`` is an ``export.launch.LaunchPlan``;
-``names`` its engine's section of launch_flags.yaml."""
+plan's layout (``speculation_launches``), a disaggregated pool's pipeline stages where the
+engine version runs none in that role (``pipeline_launches``), requests longer than the model's
+window or the given max model length (``longest_request``). ``plan`` is an
+``export.launch.LaunchPlan``; ``names`` its engine's section of launch_flags.yaml."""
 
 from __future__ import annotations
 
@@ -163,6 +164,26 @@ def speculation_launches(plan, names: dict) -> None:
             "argument", "--draft", f"{version} runs no separate draft model beside attention "
             "data parallelism, which the plan's layout has", "drop --draft, or export for trtllm"
         )  # fmt: skip
+
+
+def pipeline_launches(plan, names: dict) -> None:
+    """Refuse a disaggregated pool whose copies run pipeline stages where the engine version
+    runs them in other roles only (``disagg_pipeline_roles`` in launch_flags.yaml; absent,
+    every role): SGLang 0.5.3 runs a prefill server's stages (event_loop_pp_disagg_prefill) but
+    has no pipeline loop for a decode server (run_scheduler_process,
+    python/sglang/srt/managers/scheduler.py lines 2881-2885), whose later stages would never
+    be handed a request."""
+    roles = names.get("disagg_pipeline_roles")
+    if roles is None or not plan.disaggregated:
+        return
+    for w in plan.workers:
+        if w.pipeline > 1 and w.role not in roles:
+            raise SpecError(
+                "argument", "pipeline", f"the {w.role} pool's copies run PP{w.pipeline} x "
+                f"TP{w.tensor} ({w.gpus} GPUs), and {plan.engine} {names['version']} runs no "
+                f"pipeline stages on a disaggregated {w.role} server (only on "
+                f"{', '.join(roles)})", "plan the pools without pipeline stages: --no-pipeline",
+            )  # fmt: skip
 
 
 def round_length(tokens: float, window: int | None) -> int:
