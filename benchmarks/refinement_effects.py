@@ -158,7 +158,7 @@ REFINEMENTS = [
     (
         "measured_kernel_rates",
         True,
-        "every operation at the faster of the preset's figure and the best measured kernel of its class (GEMMs, routed experts, attention, HBM, the in-node all-reduce and NCCL; H100 SXM, H200 SXM, B200, GB200)",
+        "every operation at the faster of the preset's figure and the best measured kernel of its class (GEMMs, routed experts, attention, HBM, the in-node all-reduce and NCCL; H100 SXM, H200 SXM, B200, GB200, B300, GB300)",
         "an ideal bound cannot be slower than a measured kernel",
         "kernel_ceilings in the hardware files (kernels/README.md); docs/model.md §B15",
     ),

@@ -245,7 +245,7 @@ def test_blackwell_ultra_is_no_slower_than_blackwell_under_the_bound(model):
     """Eight B300s (one HGX node) and eight GB300s (of an NVL72 domain) against eight B200s,
     batch 1: each bound by its own measured kernels (kernels/b300_sxm, kernels/gb300). Without
     tables the datasheet fractions and the NCCL model had left both the slower (405B at 8-bit
-    weights 86.7 against 113.1 tok/s, DeepSeek-V3 342.1 against 592.7)."""
+    weights 86.8 against 113.2 tok/s, DeepSeek-V3 342.7 against 596.1)."""
     speed = {}
     for gpu in ("B200", "B300", "GB300"):
         setting = ie.make_setting(model, gpu, assumptions="refined", weight_bits=8)

@@ -4,9 +4,9 @@ collective, fused MoE or per-token pass, priced from the measured kernel tables 
 Each function prices one op class over numpy arrays of shapes (broadcast together) on a
 catalogue GPU. Where the part has a table of that class and format (kernels/README.md:
 TensorRT-LLM 1.3.0rc20 and NCCL 2.29.2 as AIConfigurator measured them on H100, H200, B200,
-GB200; the project's passes on H100 and H200), the price interpolates the table over shape
-(``kernel_grid.LogGrid``: log space, never cheaper for more work, the measured floor below the
-grid, linear growth above it). The table's categorical fields (heads, head size, window;
+GB200, B300, GB300; the project's passes on H100 and H200), the price interpolates the table
+over shape (``kernel_grid.LogGrid``: log space, never cheaper for more work, the measured floor
+below the grid, linear growth above it). The table's categorical fields (heads, head size, window;
 ranks; an MoE's widths, experts and split) pick a measured group; a shape between groups takes
 the nearest group in log space, scaled by the physics form between the two shapes. Elsewhere
 (other parts, formats no table has) the op's physics form prices it, with the parameters
