@@ -4,7 +4,9 @@ deepep_*.csv.gz``) against the ideal bound's charge (``refined``, §B11) and SGL
 its DeepEP launches and two-batch overlap run): for each GPU, kernel (low-latency: decode steps of
 ``num_token`` sequences a rank; normal: prefill passes of that many tokens a rank, the fastest
 of its SM settings) and shape a catalogue model has, the median and largest of charged over
-measured, and by node count. A bound's largest must stay below 1.
+measured, and by node count. A bound's largest must stay below 1. SGLang's plain step moves
+a dense-attention layout's tokens with no expert all-to-all (an all-reduce instead), so its
+column reads "-" where the rows' layout runs none.
 
     PYTHONPATH=. python benchmarks/deepep_exchange.py [--by-nodes]
     PYTHONPATH=. python benchmarks/deepep_exchange.py --fit [--write kernels/deepep_exchange.yaml]

@@ -171,8 +171,8 @@ def _deepep_ratios(gpu, folder, release, presets=None):
 
 def test_the_ideal_expert_exchange_is_below_deepeps_measured_kernels():
     """Every DeepEP dispatch and combine AIConfigurator timed at DeepSeek-R1's shape (H200:
-    1-2,048 tokens a rank over 1-8 nodes low-latency, 1-131,072 normal; B200, B300 and GB300:
-    one node) takes
+    1-2,048 tokens a rank over 1-8 nodes low-latency, 1-131,072 normal; B200, GB200, B300 and
+    GB300: one node) takes
     longer than the ideal bound charges it: a copy a destination rank (a domain across the
     network) at the least latency of NCCL's protocols and the full link rate (§B11). With a
     copy an expert and NCCL's own protocols the bound was 1.16 of a two-node dispatch of 24
@@ -181,6 +181,7 @@ def test_the_ideal_expert_exchange_is_below_deepeps_measured_kernels():
     for gpu, folder, release in (
         ("H200", "h200_sxm", "0.5.6.post2"),
         ("B200", "b200_sxm", "0.5.12"),
+        ("GB200", "gb200", "0.5.12"),
         ("B300", "b300_sxm", "0.5.12"),
         ("GB300", "gb300", "0.5.12"),
     ):

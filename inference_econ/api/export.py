@@ -155,7 +155,8 @@ def _exported_platform(hardware) -> None:
 def _exported_clock(engine: str, hardware, settings: dict) -> None:
     """Price the plan on the kernel clock where a result of its benchmark would be: an export
     names its engine's version (``launch_flags.yaml``), and a measured row stating a version
-    whose kernels the tables time, on a part they were measured on, is priced so
+    whose kernels the tables time, on a part the clock prices unasked (``AUTO_CLOCK_FOLDERS``),
+    is priced so
     (docs/model.md, "Which clock prices a measured row"); every GPU the plan may run on must
     have them. A clock given (engine or kernel) is kept."""
     from ..export.launch import engine_names

@@ -159,7 +159,9 @@ def moe_format_factor(gpu: GPU, fmt: str | None, shape, ep, tokens):
     interpolated in log2 of the EP degree and the tokens, held beyond the grid; 1 for a
     reference format or a part without tables. Up to ``MOE_LOW_LATENCY_MAX_TOKENS`` a call the
     grid of the format's low-latency kernel where that shape has one (NVFP4: the kernel
-    TensorRT-LLM runs there, as the kernel clock reads it). Arrays broadcast."""
+    TensorRT-LLM runs there, as the kernel clock reads it on B200 and GB200; B300's and GB300's
+    tables lack it, so there the kernel clock reads the CUTLASS kernel, kernels/README.md).
+    Arrays broadcast."""
     family = family_of(gpu) or ""
     grids = format_grids(family, fmt or "")
     if not grids:
