@@ -599,6 +599,15 @@ def test_a_json_that_is_no_tools_result_is_left_to_the_csv_reader(tmp_path):
     other.write_text('{\n "model_type": "llama",\n "hidden_size": 4096\n}\n')  # a config.json
     with pytest.raises(SpecError, match="give a measured CSV"):
         load_measured(other)
+    # a .json file of one value: it had been read as a CSV missing its columns
+    for value in ("null", "42", '"text"'):
+        other.write_text(value)
+        with pytest.raises(SpecError, match="is JSON, but not a result"):
+            load_measured(other)
+    plain = tmp_path / "rows.csv"
+    plain.write_text("42\n")  # a CSV of one cell is still the CSV reader's
+    with pytest.raises(SpecError, match="columns missing"):
+        load_measured(plain)
 
 
 def test_a_result_file_nested_too_deeply_is_one_clear_line(tmp_path):

@@ -30,7 +30,6 @@ from ..specs.inputs import (
     csv_rows,
     file_path,
     left_out,
-    read_text,
     too_many_cells,
 )
 from ..specs.schema import check_number
@@ -276,10 +275,10 @@ def load_measured(path: str | Path, stated: dict | None = None) -> list[Measured
     field and the reason, and every other row goes on. ``stated``: columns (``hardware``,
     ``n_gpus``) given on the command line, for the rows that do not state them."""
     path = Path(file_path(path))
-    from .tool_results import tool_frame  # benchmark tools' JSON results, by their content
+    from .tool_results import json_but_no_result, tool_frame  # tools' results, by content
 
     df = tool_frame(path)
-    if df is None and read_text(path).lstrip()[:1] in ("{", "["):
+    if df is None and json_but_no_result(path):
         raise SpecError(  # JSON, but no tool's result: not "columns missing" of a CSV
             str(path),
             "",

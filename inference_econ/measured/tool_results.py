@@ -76,6 +76,24 @@ CONTEXT_KEYS = {
 }
 
 
+def json_but_no_result(path) -> bool:
+    """Whether a file that ``tool_frame`` read as no tool's result is JSON all the same: an
+    object or a list, or a ``.json`` file holding one JSON value (``null``, ``42``), which a
+    CSV's "columns missing" would misname."""
+    import json
+
+    text = read_text(Path(path)).strip()
+    if text[:1] in ("{", "["):
+        return True
+    if not Path(path).name.lower().removesuffix(".gz").endswith((".json", ".jsonl")):
+        return False
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
 def tool_frame(path) -> pd.DataFrame | None:
     """The measured rows of a benchmark tool's result file, as strings in the measured CSV's
     columns; None when the file is not one (a CSV in the measured format, say)."""
