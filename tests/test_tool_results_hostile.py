@@ -294,6 +294,19 @@ def test_aiperf_request_count_it_cannot_use_makes_its_rows_unresolved(tmp_path, 
         assert status.startswith("unresolved: request_count.avg " + said), status
 
 
+@pytest.mark.parametrize("field, value", [("was_cancelled", True), ("is_complete", False)])
+def test_an_aiperf_run_cut_short_makes_its_rows_unresolved(tmp_path, field, value):
+    """A cancelled run's figures are of part of its load: they had been read as a whole run's."""
+    got = _statuses(_aiperf(tmp_path, lambda d: d.update({field: value})))
+    assert len(got) == 6
+    said = f"unresolved: {field} is {str(value).lower()}: the run stopped before its load was sent"
+    for status in got.values():
+        assert status.startswith(said), status
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    assert not any(s.startswith(said) for s in _statuses(_aiperf(whole, lambda d: None)).values())
+
+
 @pytest.mark.parametrize("unit", ["requests/sec", "tokens/min", "furlongs"])
 def test_aiperf_output_rate_in_another_unit_is_its_row_unresolved(tmp_path, unit):
     """An output token throughput stated in requests a second (or per minute) was read as

@@ -576,6 +576,12 @@ def _aiperf_rows(run: dict, path: Path, at: str) -> list:
                          "expected a whole number of requests >= 1")  # fmt: skip
     if isinstance(count, Unusable):
         return unresolved_rows(base, metrics, count, where)
+    stopped = next((f for f, v in (("was_cancelled", True), ("is_complete", False))
+                    if run.get(f) is v), None)  # fmt: skip
+    if stopped:  # a run cut short: its figures are of part of its load
+        why = Unusable(str(path), at + stopped, f"is {str(run[stopped]).lower()}: the run stopped "
+                       "before its load was sent", "rerun it to its end")  # fmt: skip
+        return unresolved_rows(base, metrics, why, where)
     done = count
     if pool:  # the replay sends them again as aiperf did, to the engine's prefix cache
         base["distinct_prompts"] = str(pool)
