@@ -9,6 +9,7 @@ import pytest
 
 from inference_econ import api
 from inference_econ.errors import SpecError
+from inference_econ.export.launch import engine_names
 
 
 def _servers(plan, role: str) -> list[list[str]]:
@@ -98,3 +99,68 @@ def test_sglang_prefill_pool_keeps_its_pipeline_stages():
     assert (prefill.pipeline, decode.pipeline) == (2, 1)
     for argv in _servers(plan, "prefill"):
         assert argv[argv.index("--pp-size") + 1] == "2"
+
+
+def _capacity_pools(engine: str, **given):
+    """A capacity plan of Llama 3.1 405B on H100 in pools, of 8- and 16-GPU copies; at 8-bit
+    weights its prefill copies are PP2 x TP4 beside decode copies of TP8."""
+    return api.export(
+        "Llama 3.1 405B", ["H100"], engine=engine, plan="capacity", disaggregated=True,
+        sizes=[8, 16], weight_bits=8, arrival_rate_per_s=10.0, input_lengths="2000",
+        output_lengths="500", slo_ttft_p99_s=10.0, slo_tpot_p99_s=0.3, requests=200, **given,
+    )  # fmt: skip
+
+
+def test_every_engine_names_the_pools_that_run_pipeline_stages():
+    """Which disaggregated servers run pipeline stages is stated for every engine (an engine
+    without ``disagg_pipeline_roles`` would not be checked), each role a pool's."""
+    for engine in ("vllm", "sglang", "trtllm"):
+        roles = engine_names(engine)["disagg_pipeline_roles"]
+        assert set(roles) <= {"prefill", "decode"}, engine
+
+
+def test_vllm_pool_with_pipeline_stages_is_refused_with_the_fix():
+    """vLLM 0.11.0's NixlConnector, which Dynamo 0.6.1's workers join their pools through,
+    tells a worker by its tensor rank alone (its handshake port, nixl_connector.py lines
+    491-494 and 622): no prefill or decode worker runs pipeline stages. The prefill copies
+    of PP2 x TP4 are refused naming the version, the pool, the layout and the fix; they had
+    been written as --pipeline-parallel-size 2 beside --is-prefill-worker. Planned without
+    pipeline stages every worker launches with one stage."""
+    with pytest.raises(SpecError) as refused:
+        _capacity_pools("vllm")
+    text = str(refused.value)
+    assert "prefill pool's copies run PP2 x TP4" in text and "vllm 0.11.0" in text
+    assert "any disaggregated server" in text and "--no-pipeline" in text
+    plain = _capacity_pools("vllm", pipeline=False)
+    script = api.launch_files(plain)["launch.sh"]
+    lines = [ln.strip().rstrip("&") for ln in script.splitlines()]
+    workers = [shlex.split(ln) for ln in lines if "python3 -m dynamo.vllm " in ln]
+    assert workers
+    for argv in workers:
+        assert argv[argv.index("--pipeline-parallel-size") + 1] == "1"
+
+
+def _trtllm_servers(plan, role: str) -> list[list[str]]:
+    """The argument lists of the plan's ``role`` trtllm-serve servers (by their YAML)."""
+    script = api.launch_files(plan)["launch.sh"]
+    lines = [ln.strip().rstrip("&") for ln in script.splitlines()]
+    return [
+        shlex.split(ln) for ln in lines if "trtllm-serve " in ln and f" trtllm-{role}.yaml " in ln
+    ]
+
+
+def test_trtllm_pools_keep_their_pipeline_stages():
+    """TensorRT-LLM 1.2.1 runs pipeline stages on context and generation servers alike (its
+    feature matrix: disaggregated serving with pipeline parallelism): prefill copies of PP2 x
+    TP4 (an FP8 checkpoint) launch with --pp_size 2 beside decode copies of TP8, and a decode
+    worker of 24 GPUs planned PP3 x TP8 with --pp_size 3."""
+    plan = _capacity_pools("trtllm", checkpoint="nvidia/Llama-3.1-405B-Instruct-FP8")
+    assert [(w.role, w.pipeline) for w in plan.workers] == [("prefill", 2), ("decode", 1)]
+    ctx = _trtllm_servers(plan, "prefill")
+    assert ctx and all(argv[argv.index("--pp_size") + 1] == "2" for argv in ctx)
+    wide = api.export(
+        "Llama 3.1 405B", "H100", engine="trtllm", plan="disagg", gpus=24, batch=64,
+        prefill_gpus=16, prompt_tokens=2000, output_tokens=500, weight_bits=16,
+    )  # fmt: skip
+    (gen,) = _trtllm_servers(wide, "decode")
+    assert gen[gen.index("--pp_size") + 1] == "3" and gen[gen.index("--tp_size") + 1] == "8"

@@ -168,21 +168,29 @@ def speculation_launches(plan, names: dict) -> None:
 
 def pipeline_launches(plan, names: dict) -> None:
     """Refuse a disaggregated pool whose copies run pipeline stages where the engine version
-    runs them in other roles only (``disagg_pipeline_roles`` in launch_flags.yaml; absent,
-    every role): SGLang 0.5.3 runs a prefill server's stages (event_loop_pp_disagg_prefill) but
-    has no pipeline loop for a decode server (run_scheduler_process,
-    python/sglang/srt/managers/scheduler.py lines 2881-2885), whose later stages would never
-    be handed a request."""
+    runs them in other roles only (``disagg_pipeline_roles`` in launch_flags.yaml, its source
+    cited there; absent, every role): SGLang 0.5.3 runs a prefill server's stages
+    (event_loop_pp_disagg_prefill) but has no pipeline loop for a decode server
+    (run_scheduler_process, python/sglang/srt/managers/scheduler.py lines 2881-2885), whose
+    later stages would never be handed a request; vLLM 0.11.0's NixlConnector, which Dynamo
+    0.6.1's workers join their pools through, tells a worker by its tensor rank alone: two
+    stages of a prefill or decode worker listen on one handshake port (nixl_connector.py
+    lines 491-494, 622), and a decode worker reads from one prefill worker a tensor rank."""
     roles = names.get("disagg_pipeline_roles")
     if roles is None or not plan.disaggregated:
         return
     for w in plan.workers:
         if w.pipeline > 1 and w.role not in roles:
+            where = (
+                f"a disaggregated {w.role} server (only on {', '.join(roles)})"
+                if roles
+                else "any disaggregated server"
+            )
             raise SpecError(
                 "argument", "pipeline", f"the {w.role} pool's copies run PP{w.pipeline} x "
                 f"TP{w.tensor} ({w.gpus} GPUs), and {plan.engine} {names['version']} runs no "
-                f"pipeline stages on a disaggregated {w.role} server (only on "
-                f"{', '.join(roles)})", "plan the pools without pipeline stages: --no-pipeline",
+                f"pipeline stages on {where}",
+                "plan the pools without pipeline stages: --no-pipeline",
             )  # fmt: skip
 
 
