@@ -149,18 +149,25 @@ def _trtllm_servers(plan, role: str) -> list[list[str]]:
     ]
 
 
-def test_trtllm_pools_keep_their_pipeline_stages():
-    """TensorRT-LLM 1.2.1 runs pipeline stages on context and generation servers alike (its
-    feature matrix: disaggregated serving with pipeline parallelism): prefill copies of PP2 x
-    TP4 (an FP8 checkpoint) launch with --pp_size 2 beside decode copies of TP8, and a decode
-    worker of 24 GPUs planned PP3 x TP8 with --pp_size 3."""
-    plan = _capacity_pools("trtllm", checkpoint="nvidia/Llama-3.1-405B-Instruct-FP8")
-    assert [(w.role, w.pipeline) for w in plan.workers] == [("prefill", 2), ("decode", 1)]
-    ctx = _trtllm_servers(plan, "prefill")
-    assert ctx and all(argv[argv.index("--pp_size") + 1] == "2" for argv in ctx)
+def test_trtllm_decode_pools_keep_their_pipeline_stages_and_context_pools_have_none():
+    """TensorRT-LLM 1.2.1 runs pipeline stages on generation servers (its feature matrix:
+    disaggregated serving with pipeline parallelism): a decode worker of 24 GPUs planned PP3 x
+    TP8 launches with --pp_size 3. Its release notes keep a known hang of context pipeline
+    stages beside generation tensor parallelism, so prefill copies of PP2 x TP4 (beside decode
+    copies of TP8) are refused with the fix; planned without stages, they launch with none."""
     wide = api.export(
         "Llama 3.1 405B", "H100", engine="trtllm", plan="disagg", gpus=24, batch=64,
         prefill_gpus=16, prompt_tokens=2000, output_tokens=500, weight_bits=16,
     )  # fmt: skip
     (gen,) = _trtllm_servers(wide, "decode")
     assert gen[gen.index("--pp_size") + 1] == "3" and gen[gen.index("--tp_size") + 1] == "8"
+    fp8 = "nvidia/Llama-3.1-405B-Instruct-FP8"
+    with pytest.raises(SpecError) as refused:
+        _capacity_pools("trtllm", checkpoint=fp8)
+    text = str(refused.value)
+    assert "prefill pool's copies run PP2 x TP4" in text and "--no-pipeline" in text
+    plain = _capacity_pools("trtllm", checkpoint=fp8, pipeline=False)
+    assert [(w.role, w.pipeline) for w in plain.workers] == [("prefill", 1), ("decode", 1)]
+    assert _trtllm_servers(plain, "prefill")
+    for argv in _trtllm_servers(plain, "prefill"):
+        assert "--pp_size" not in argv or argv[argv.index("--pp_size") + 1] == "1"
