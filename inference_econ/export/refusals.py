@@ -175,7 +175,9 @@ def pipeline_launches(plan, names: dict) -> None:
     later stages would never be handed a request; vLLM 0.11.0's NixlConnector, which Dynamo
     0.6.1's workers join their pools through, tells a worker by its tensor rank alone: two
     stages of a prefill or decode worker listen on one handshake port (nixl_connector.py
-    lines 491-494, 622), and a decode worker reads from one prefill worker a tensor rank."""
+    lines 491-494, 622), and a decode worker reads from one prefill worker a tensor rank;
+    TensorRT-LLM 1.2's release notes keep a hang of context stages beside generation tensor
+    parallelism, so its context servers launch without stages."""
     roles = names.get("disagg_pipeline_roles")
     if roles is None or not plan.disaggregated:
         return
