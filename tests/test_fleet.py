@@ -5,7 +5,10 @@ and bad fleet files get one line naming what to change."""
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -14,9 +17,11 @@ from click.testing import CliRunner
 import inference_econ as ie
 from inference_econ.cli import main
 from inference_econ.errors import InfeasibleError, SpecError
+from inference_econ.load.targets import Targets
 from inference_econ.optimise.fleet import Part, _cheapest, _cost, _pack
 from inference_econ.optimise.gpu_share import share_gpu
 from inference_econ.optimise.instance_options import InstanceOption
+from inference_econ.optimise.power_cap import PlanPart, power_capped_plan
 
 H100 = ie.load_hardware("H100")
 #: Small, cheap loads: a 0.5B model, short requests, few of them.
@@ -157,6 +162,146 @@ def test_another_cap_is_checked_as_the_first_is(uncapped, cap, says):
     with pytest.raises(SpecError, match=rf"field 'cap_mw': {says}"):
         uncapped.at_cap(cap)
     assert uncapped.at_cap("1000").instances == uncapped.at_cap(1000.0).instances
+
+
+#: A setting whose GPU states power (``need_power`` asks): the candidates below are synthetic.
+_POWERED = SimpleNamespace(gpu=SimpleNamespace(power=object(), name="G", source_file=None))
+
+
+def _candidate(hardware: str, gpus: int, rate: float, kw: float, usd: float) -> InstanceOption:
+    """An instance of ``gpus`` GPUs holding ``rate`` req/s at ``kw`` IT kW, ``usd`` a GPU-hour."""
+    return InstanceOption(hardware, _POWERED, gpus, 1.0, rate, kw, usd)  # type: ignore[arg-type]
+
+
+#: A: cheap and power-hungry (10 req/s, $1/h, 10 kW); B: dearer and power-efficient (two GPUs,
+#: 25 req/s, $3/h, 12 kW). At 100 req/s and PUE 1: 10 A ($10, 100 kW) or 4 B ($12, 48 kW).
+_A, _B = _candidate("A", 1, 10.0, 10.0, 1.0), _candidate("B", 2, 25.0, 12.0, 1.5)
+
+
+def _plan(options, cap, rate=100.0):
+    return power_capped_plan(options, rate, Targets(), 1.0, 1.0, cap)
+
+
+def test_two_candidates_under_a_cap_by_hand():
+    """Under 80 kW, 10 A draw 100 kW and 8 A hold 80 req/s; 4 B fit at $12. With n A, B takes
+    ⌈(100 - 10n)/25⌉: n = 5 holds 50 + 2 x 25 = 100 req/s at 50 + 24 = 74 kW for 5 + 6 = $11
+    (n = 6 needs 2 B, 84 kW), strictly cheaper than either alone under the cap."""
+    plan = _plan([_A, _B], 0.08)
+    assert plan.usd_per_hour == 11.0 and plan.it_power_kw == 74.0 and plan.facility_mw == 0.074
+    assert plan.served_rate_per_s == 100.0 and plan.meets_demand and plan.binds
+    assert [(p.option.hardware, p.instances) for p in plan.parts] == [("A", 5), ("B", 2)]
+    assert plan.gpus == 9 and plan.instances == 7 and plan.option is _A
+    assert plan.describe() == "5 x 1 GPU A + 2 x 2 GPUs B"
+    s = plan.summary()
+    assert (s["hardware"], s["deployment"]) == ("A + B", "5 x 1 GPU + 2 x 2 GPUs")
+    assert s["uncapped_deployment"] == "10 x 1 GPU A"
+    assert list(plan.candidates["chosen"]) == [True, True]  # both parts marked
+    alone = _plan([_B], 0.08)
+    assert alone.usd_per_hour == 12.0 and plan.usd_per_hour < alone.usd_per_hour
+
+
+def test_the_most_served_under_a_cap_fills_the_leftover_power_by_hand():
+    """Under 46 kW nothing holds 100 req/s: 3 B (36 kW, 75 req/s) leave 10 kW, one A more:
+    85 req/s for $10; 4 A alone hold 40, 2 B and 2 A 70."""
+    plan = _plan([_A, _B], 0.046)
+    assert plan.served_rate_per_s == 85.0 and not plan.meets_demand
+    assert plan.usd_per_hour == 10.0 and plan.it_power_kw == 46.0
+    assert [(p.option.hardware, p.instances) for p in plan.parts] == [("B", 3), ("A", 1)]
+
+
+def test_the_cheapest_plan_is_the_answer_unchanged_where_it_fits():
+    for cap in (0.1, 1000.0):  # exactly its draw, and far above it
+        plan = _plan([_A, _B], cap)
+        assert plan.parts == (PlanPart(_A, 10),) and plan.is_uncapped and not plan.binds
+        assert list(plan.candidates["chosen"]) == [True, False]
+
+
+def test_whole_instances_can_make_two_candidates_cheaper_than_the_uncapped_plan():
+    """11 req/s: 2 A ($20) or 11 B ($16.50, the uncapped plan); 1 A and 1 B hold 11 for $11.50.
+    Under any cap that holds them the plan is the pair, the cap binding or not: were the
+    uncapped plan kept where it fits, a looser cap would cost more."""
+    a, b = _candidate("A", 1, 10.0, 1.0, 10.0), _candidate("B", 1, 1.0, 1.0, 1.5)
+    for cap in (0.002, 0.0105, 1000.0):
+        plan = _plan([a, b], cap, rate=11.0)
+        assert plan.usd_per_hour == 11.5 and plan.describe() == "1 x 1 GPU A + 1 x 1 GPU B"
+        assert plan.binds == (cap < 0.011) and not plan.is_uncapped
+    assert _plan([a, b], None, rate=11.0).describe() == "11 x 1 GPU B"  # no cap: capacity's
+
+
+def _brute_force(options, rate, cap):
+    """(cost, served) of the best of every count of every pair, by Python loops (no more
+    instances of one than the load needs: more never serve more)."""
+    best = None
+    mw = [o.load_kw_per_instance / 1e3 for o in options]
+    need = [o.instances_for(rate) for o in options]
+    for i, j in itertools.combinations_with_replacement(range(len(options)), 2):
+        for n in range(min(int(cap / mw[i]), need[i]) + 1):
+            room = 0 if i == j else int((cap - n * mw[i]) / mw[j])
+            for k in range(min(room, need[j]) + 1):
+                held = n * options[i].max_rate_per_instance + k * options[j].max_rate_per_instance
+                cost = options[i].usd_per_hour(n) + options[j].usd_per_hour(k)
+                key = (-min(held, rate), round(cost, 9))
+                best = key if best is None or key < best else best
+    return best[1], -best[0]
+
+
+def test_a_looser_cap_never_costs_more_nor_serves_less_and_the_plan_is_the_best_pair():
+    """Random sets of three candidates at 41 caps: the plan is the best of every count of every
+    pair (brute force), served never falls as the cap grows, and where the load is met its cost
+    never rises."""
+    rng = np.random.default_rng(7)
+    mixes = 0
+    for _ in range(4):
+        options = [
+            _candidate(f"G{i}", int(g), float(r), float(k), float(u))
+            for i, (g, r, k, u) in enumerate(
+                zip(rng.choice([1, 2, 4], 3), rng.uniform(3, 20, 3), rng.uniform(1, 8, 3),
+                    rng.uniform(1, 4, 3))
+            )
+        ]  # fmt: skip
+        plans = [_plan(options, cap, rate=60.0) for cap in np.linspace(0.012, 0.2, 41)]
+        for p in plans:
+            cost, most = _brute_force(options, 60.0, p.cap_mw)
+            assert (p.usd_per_hour, p.served_rate_per_s) == pytest.approx((cost, most))
+        served = [p.served_rate_per_s for p in plans]
+        assert all(x <= y + 1e-9 for x, y in zip(served, served[1:]))
+        met = [p.usd_per_hour for p in plans if p.meets_demand]
+        assert met and all(x >= y - 1e-9 for x, y in zip(met, met[1:]))
+        mixes += sum(len(p.parts) == 2 for p in plans)
+    assert mixes > 0
+
+
+def test_a_plan_of_two_parts_prints_each_and_csv_and_json_carry_them(uncapped):
+    """The text states each part; JSON and CSV carry them as the table ``parts``, which reads
+    back to the plan's parts."""
+    import json
+
+    from inference_econ.cli.fleet_commands import power_text
+    from inference_econ.output.fleet_plots import power_figure
+    from inference_econ.output.render import csv_tables
+
+    o = uncapped.option
+    a = dataclasses.replace(o, load_kw_per_instance=10.0, max_rate_per_instance=10.0)
+    b = dataclasses.replace(o, gpus_per_instance=2, load_kw_per_instance=12.0,
+                            max_rate_per_instance=25.0, gpu_usd_per_hour=1.5 * o.gpu_usd_per_hour)  # fmt: skip
+    plan = power_capped_plan([a, b], 100.0, Targets(), 20.0, 1.0, 0.08)
+    text = power_text(plan, "table")
+    title = "Under a 0.08 MW power cap: 5 x 1 GPU H100-SXM + 2 x 2 GPUs H100-SXM serve 100 of "
+    assert title in text
+    assert "The plan's parts: the instances of each candidate" in text
+    d = json.loads(power_text(plan, "json"))
+    rows = [(r["hardware"], r["gpus_per_instance"], r["instances"]) for r in d["parts"]]
+    assert rows == [("H100-SXM", 1, 5), ("H100-SXM", 2, 2)]
+    assert d["summary"]["deployment"] == "5 x 1 GPU + 2 x 2 GPUs" and d["summary"]["gpus"] == 9
+    back = csv_tables(power_text(plan, "csv"))["parts"]  # numbers to 10 digits
+    assert list(back.columns) == list(d["parts"][0]) and back.shape == (2, len(d["parts"][0]))
+    for column in back.columns:
+        assert back[column].tolist() == pytest.approx([r[column] for r in d["parts"]], rel=1e-9)
+    by_size = {c.gpus_per_instance: c for c in plan.options}
+    rebuilt = tuple(PlanPart(by_size[r["gpus_per_instance"]], r["instances"]) for r in d["parts"])
+    assert rebuilt == plan.parts
+    ax = power_figure(plan).axes[0]
+    assert np.all(np.diff(ax.get_lines()[0].get_data()[1]) >= 0)
 
 
 def test_a_model_with_no_deployment_is_named():

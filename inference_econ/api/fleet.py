@@ -344,10 +344,12 @@ def power_plan(
     **settings,
 ) -> PowerPlan:
     """The cheapest deployment within a site power budget, or the one serving the most tokens
-    under it (docs/model.md §G6).
+    under it (docs/model.md §G6), on one or two candidates (GPU x instance size).
 
     The budget is facility power: the instances' IT power (power model, docs/model.md §G2)
-    times the PUE (``pue``, else the cost file's).
+    times the PUE (``pue``, else the cost file's). The plan is capacity's where it fits and no
+    pair is cheaper; else the cheapest pair of candidates in whole instances that holds the
+    load within the budget, or, where none does, the pair holding the most.
 
     Parameters
     ----------
@@ -374,7 +376,11 @@ def power_plan(
     Returns
     -------
     PowerPlan
-        The plan under the cap, what it serves and draws, and the uncapped plan beside it.
+        ``parts``: one or two ``PlanPart`` (a candidate and its instances, the one holding
+        the most load first; ``option`` reads it, ``instances`` counts all); what the plan
+        serves, draws and costs over every part (``served_rate_per_s``, ``facility_mw``,
+        ``usd_per_hour``); every candidate (``candidates``, chosen ones marked), the uncapped
+        plan (``uncapped``, ``uncapped_instances``) and ``at_cap(mw)``, another cap.
     """
     import numpy as np
 

@@ -210,17 +210,17 @@ def fleet_notes(plan) -> list[str]:
 
 
 def power_text(plan, fmt: str) -> str:
-    """A power-capped plan: whether its figures are expected, its summary and every candidate
-    under the cap (the load each instance holds with its interval)."""
+    """A power-capped plan: whether its figures are expected, its summary, its parts where it
+    has two (CSV and JSON carry them always, as the table ``parts``) and every candidate under
+    the cap (the load each instance holds with its interval)."""
     from ..output.ranges import ranged_columns
     from ..output.render import meta_lines, render
     from .stated import first_line, vertical
 
     s = plan.summary()
-    o = plan.option
     cap = f"a {plan.cap_mw:g} MW power cap" if plan.cap_mw is not None else "no power cap"
     title = (
-        f"Under {cap}: {o.describe(plan.instances)} serves "
+        f"Under {cap}: {plan.describe()} {'serves' if len(plan.parts) == 1 else 'serve'} "
         f"{plan.served_rate_per_s:.4g} of {plan.rate_per_s:g} req/s within "
         f"{plan.targets.describe()} ({plan.output_tokens_per_s:,.0f} output tokens/s, "
         f"{s['output_tokens_per_s_per_mw']:,.4g} per facility MW)"
@@ -232,26 +232,40 @@ def power_text(plan, fmt: str) -> str:
         + ("(its draw at the most load it holds within the targets, the power model of "
            "docs/model.md §G2)" if plan.power_at == "load" else "(power model, §G2)")
         + f"; facility power = IT power x PUE {plan.pue:g} (--pue, else the cost file's).",
-        "The cap " + ("binds: the plan differs from the uncapped one "
-                      f"({s['uncapped_deployment']})." if plan.binds
-                      else "does not bind: the plan is the uncapped one."),
+        _cap_note(plan, s["uncapped_deployment"]),
         "Instances are counted at the load each is expected to hold; max_rate_per_instance "
         "carries that load's 80 % and 90 % intervals (§F12), which the plan is not made again for.",
-        *o.run_notes,
+        *dict.fromkeys(n for p in plan.parts for n in p.option.run_notes),
     ]  # fmt: skip
     meta = plan.metadata()
+    parts = ("The plan's parts: the instances of each candidate", plan.parts_table())
     if fmt in ("csv", "json"):
         return render(
-            plan.candidates, fmt, title=title, notes=[line, *notes], meta=meta, summary=dict(s)
-        )
+            plan.candidates, fmt, title=title, notes=[line, *notes], meta=meta, summary=dict(s),
+            tables={"parts": parts},
+        )  # fmt: skip
     gap = "\n" if fmt == "markdown" else ""
     body = render(
         ranged_columns(plan.candidates),
         fmt,
         title="Every candidate: the instances the load needs, their draw and what the cap holds",
     )
+    if len(plan.parts) > 1:
+        body = render(parts[1], fmt, title=parts[0]) + gap + "\n" + body
     tail = "".join(f"{n}\n" for n in [*notes, *meta_lines(meta)])
     return line + "\n" + vertical(s, fmt, title) + gap + "\n" + body + gap + tail
+
+
+def _cap_note(plan, uncapped: str) -> str:
+    """Whether the cap binds, and how the plan stands to the uncapped one."""
+    if plan.binds:
+        return f"The cap binds: the plan differs from the uncapped one ({uncapped})."
+    if plan.is_uncapped:
+        return "The cap does not bind: the plan is the uncapped one."
+    return (
+        f"The cap does not bind, but two candidates by whole instances cost less than the "
+        f"uncapped plan ({uncapped})."
+    )
 
 
 def check_model(model, hardware) -> None:
