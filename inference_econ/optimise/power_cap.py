@@ -14,8 +14,9 @@ are the uncapped plan. Two constraints, the load served and the power drawn, mak
 programme whose optimum takes at most two candidates; with whole instances, the plan is found
 by enumerating the count of one candidate of a pair, the other's count following from it. The
 plan under a cap is the cheapest combination of at most two candidates whose instances hold the
-load and fit the cap (the uncapped plan where it fits and no combination is cheaper, so a cap
-that does not bind gives exactly it); where none holds the load, the combination whose
+load and fit the cap (the uncapped plan where it fits and no combination is cheaper; a pair
+undercuts it only through whole instances, and is then the plan at every cap that holds it);
+where none holds the load, the combination whose
 instances under the cap hold the most load, then the cheapest. Ties go to the most load held,
 the fewest GPUs, one candidate before two, then the better-ranked candidate with more
 instances. A looser cap therefore never costs more for the whole load, nor serves less.
