@@ -34,7 +34,7 @@ from inference_econ.model.mixed_step import (
 from inference_econ.model.workload import compile_workload
 from inference_econ.optimise.method import make_method
 from inference_econ.serving.prefill import prefill
-from inference_econ.specs.engine import load_engine, profile_from_dict
+from inference_econ.specs.engine import load_engine, profile_from_dict, select_engine
 from inference_econ.studies.prices import price_ratio
 
 
@@ -510,10 +510,15 @@ def test_a_step_tables_rows_are_eight_byte_floats_read_as_python_floats(llama, p
 
 def test_host_overhead_by_hand_and_hidden_by_the_overlap_scheduler(llama):
     """§F5: the host's step and sequence overheads add to a step only where the engine waits
-    for them; TensorRT-LLM 1.x's overlap scheduler runs them beside the GPU's step."""
+    for them; TensorRT-LLM 1.x's overlap scheduler and vLLM's async scheduler (its default
+    from 0.14) run them beside the GPU's step."""
     trt, vllm = load_engine("trtllm"), load_engine("vllm")
-    assert trt.host_overhead_exposed == 0.0 and vllm.host_overhead_exposed == 1.0
+    assert trt.host_overhead_exposed == 0.0 and vllm.host_overhead_exposed == 0.0
     assert load_engine("trtllm-0").host_overhead_exposed == 1.0  # the 0.x C++ runtime
+    # vLLM before 0.14 (the V1 engine without --async-scheduling, and V0) waits for it
+    for version, exposed in (("0.8.0", 1.0), ("0.13.2", 1.0), ("0.14.0", 0.0), ("0.18.0", 0.0)):
+        assert select_engine("vllm", version).host_overhead_exposed == exposed, version
+    assert select_engine("vllm", "0.7.3").host_overhead_exposed == 1.0  # the V0 engine
     waits = dataclasses.replace(
         trt, step_overhead_s=1e-3, sequence_overhead_s=4e-6, host_overhead_exposed=1.0
     )
@@ -812,11 +817,11 @@ def test_engine_setting_everywhere(tmp_path):
     assert s.assumptions.profile().name == "vllm" and s.assumptions.name == "achievable"
     fast = ie.point("Llama 3 70B", "H100-SXM", gpus=4, batch=32, assumptions="achievable")
     slow = ie.point(
-        "Llama 3 70B", "H100-SXM", gpus=4, batch=32, assumptions="achievable", engine="vllm"
+        "Llama 3 70B", "H100-SXM", gpus=4, batch=32, assumptions="achievable", engine="vllm@0.13"
     )
-    # vLLM: the same kernels times its factor, and it waits for its host work (§F5), which
-    # TensorRT-LLM's overlap scheduler hides
-    vllm = load_engine("vllm")
+    # vLLM 0.13: the same kernels times its factor, and it waits for its host work (§F5),
+    # which TensorRT-LLM's overlap scheduler hides
+    vllm = select_engine("vllm", "0.13")
     host = float(host_overhead_s(vllm, 32.0))
     assert host == pytest.approx(vllm.step_overhead_s + 32 * vllm.sequence_overhead_s)
     assert slow.latency_s == pytest.approx((fast.latency_s + host) * vllm.step_time_scale, rel=1e-9)

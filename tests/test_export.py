@@ -1205,3 +1205,26 @@ def test_a_capacity_export_says_the_confident_plan_beside_the_expected_one():
     said = [n for n in plan.notes if n.startswith("This launch is the expected plan")]
     assert len(said) == 1 and "At 90 % confidence" in said[0], plan.notes
     assert "the targets hold with 2 x 1 GPU H100-SXM ($4.20 an hour against $2.10)" in said[0]
+
+
+def test_an_export_is_priced_as_the_engine_version_it_launches_runs():
+    """An export launches vLLM 0.11.0, which waits for its host work each step (its async
+    scheduler is off by default before 0.14): its figures are priced at that version, not at
+    the newest release's profile, whose async scheduler hides the host work (docs/model.md
+    §F5). By hand: the two steps differ by the host's work, one step's overhead and eight
+    sequences'."""
+    from inference_econ.specs.engine import select_engine
+
+    plan = api.export(**LLAMA, engine="vllm", gpus=8, batch=8, prompt_tokens=200, output_tokens=40)
+    assert plan.setting.assumptions.engine == "vllm@0.11.0"
+    assert "engine vllm@0.11.0 preset" in plan.notes[0]
+    step = {
+        e: api.point(
+            **LLAMA, gpus=8, batch=8, assumptions="achievable", engine=e, context_tokens=220
+        )["latency_s"]
+        for e in ("vllm@0.11.0", "vllm")
+    }
+    prof = select_engine("vllm", "0.11.0")
+    host = prof.step_time_scale * (prof.step_overhead_s + 8 * prof.sequence_overhead_s)
+    assert step["vllm@0.11.0"] - step["vllm"] == pytest.approx(host, rel=1e-6)
+    assert plan.expected["tpot_s"] == pytest.approx(step["vllm@0.11.0"], rel=0.01)

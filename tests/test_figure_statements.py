@@ -246,7 +246,12 @@ def test_the_mean_batchs_interval_stays_within_what_an_instance_holds():
     load = dict(gpus=1, layout="TP1", input_lengths="1000", output_lengths="200", requests=320)
     for cap, limit in ((None, 32.0), (24, 24.0)):
         r = ie.simulate_load(
-            "Llama 3.1 8B", "H100", **load, concurrency=32, engine="vllm", max_batch_requests=cap
+            "Llama 3.1 8B",
+            "H100",
+            **load,
+            concurrency=32,
+            engine="vllm@0.13.0",
+            max_batch_requests=cap,
         )
         ends = load_intervals(r)
         assert r.batch_limit == limit and r.mean_batch <= limit

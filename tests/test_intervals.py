@@ -634,12 +634,12 @@ def test_a_prefill_interval_never_passes_its_ideal_bound():
 
 
 def test_a_steps_interval_never_passes_its_ideal_bound():
-    """Llama 3.1 8B on one H100 under vLLM's profile: 87.35 tok/s at batch 32, 106.5 at batch
+    """Llama 3.1 8B on one H100 under vLLM 0.13's profile: 87.35 tok/s at batch 32, 106.5 at batch
     1. The step's 90 % band reaches a time 0.51 x the prediction (169.8 and 207.1 tok/s), past
     the refined bound of the same configuration (157.6 and 199.2 tok/s): the speed's fast end
     stops at the bound, and so do the time's, the throughput's and the price's; the 80 % ends
     (122.0 and 148.8 tok/s) are within it and stay."""
-    setting = make_setting("Llama 3.1 8B", "H100", assumptions="achievable", engine="vllm")
+    setting = make_setting("Llama 3.1 8B", "H100", assumptions="achievable", engine="vllm@0.13.0")
     batch = np.array([32.0, 1.0])
     got = ie.points(setting, gpus=1, batch=batch)
     bound = ie.points(iv.ideal(setting), gpus=1, batch=batch)

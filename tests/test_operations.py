@@ -118,9 +118,9 @@ def test_qkv_projection_of_a_small_dense_model_by_hand():
 
 
 def test_host_work_is_an_operation_apart_from_the_kernel_launches():
-    # vLLM's runtime prepares a step after the last one ends: its host work is exposed
+    # vLLM 0.13's runtime prepares a step after the last one ends: its host work is exposed
     # (host_overhead_exposed 1); it is named apart from the per-layer launch overhead
-    a = ie.preset("achievable").replace(engine="vllm")
+    a = ie.preset("achievable").replace(engine="vllm@0.13.0")
     arch = ie.load_model("Llama 3 8B")
     steps = {}
     for gpu in ("H100", "L40S"):
@@ -190,20 +190,22 @@ def test_nvidias_mlperf_harness_runs_its_tensorrt_engines_without_cuda_graphs(tm
 
 
 def test_a_decode_step_s_breakdown_names_host_launches_and_gemm_fixed_cost_apart():
-    """Llama 3 8B on one GPU, batch 1, engine vllm (its host work exposed): its 'kernel launch'
+    """Llama 3 8B on one GPU, batch 1, engine vllm 0.13 (its host work exposed): its 'kernel launch'
     part was 4.12 ms on H100 and 14.23 ms on L40S, the host's work and the GEMMs' fixed cost
     in it. The host's 1 ms + 6.6 us a sequence and the 32 layers' 25.3 us of launch gaps are
     parts of their own, the same on both GPUs; the fixed cost grows as the FLOP rate falls;
     the weights are read on both, which binds; the parts add up to the step."""
     from inference_econ.model.breakdown import ADDITIVE_PARTS
-    from inference_econ.specs.engine import load_engine
+    from inference_econ.specs.engine import select_engine
 
-    vllm = load_engine("vllm")
+    vllm = select_engine("vllm", "0.13.0")
     scale = vllm.step_time_scale
     host = scale * vllm.host_overhead_exposed * (vllm.step_overhead_s + vllm.sequence_overhead_s)
     launch = scale * 32 * vllm.layer_overhead_s
     rows = {
-        gpu: ie.point("Llama 3 8B", gpu, gpus=1, batch=1, assumptions="achievable", engine="vllm")
+        gpu: ie.point(
+            "Llama 3 8B", gpu, gpus=1, batch=1, assumptions="achievable", engine="vllm@0.13.0"
+        )
         for gpu in ("H100", "L40S")
     }
     for row in rows.values():

@@ -32,6 +32,8 @@ def trtllm():
 def test_which_engines_prepare_the_next_step_ahead(trtllm):
     assert trtllm.table.prepares_ahead
     vllm = make_setting("Llama 3 8B", "H100", assumptions="achievable", engine="vllm")
+    assert build_instance(vllm, 1, EngineConfig()).table.prepares_ahead  # async from 0.14
+    vllm = make_setting("Llama 3 8B", "H100", assumptions="achievable", engine="vllm@0.13.0")
     assert not build_instance(vllm, 1, EngineConfig()).table.prepares_ahead  # no --async-scheduling
     ideal = make_setting("Llama 3 8B", "H100")
     assert not build_instance(ideal, 1, EngineConfig()).table.prepares_ahead

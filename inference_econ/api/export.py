@@ -83,8 +83,8 @@ def export(
     _plan_arguments(plan, gpus=gpus, batch=batch, prefill_gpus=prefill_gpus, pick=pick, speed=speed)
     launch_options = _launch_options(settings)
     settings.setdefault("assumptions", table.default("assumptions", "export"))
-    if settings["assumptions"] == "achievable":
-        settings.setdefault("engine", engine)
+    if settings["assumptions"] == "achievable":  # priced as the version it launches runs
+        settings.setdefault("engine", f"{engine}@{launch.engine_names(engine)['version']}")
     _exported_clock(engine, hardware, settings)
     if plan == "capacity":
         made = _capacity_export(model, hardware, engine, progress, settings, launch_options)
