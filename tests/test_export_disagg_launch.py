@@ -149,12 +149,12 @@ def _trtllm_servers(plan, role: str) -> list[list[str]]:
     ]
 
 
-def test_trtllm_decode_pools_keep_their_pipeline_stages_and_context_pools_have_none():
+def test_trtllm_decode_pools_keep_their_pipeline_stages_and_context_pools_beside_tp_none():
     """TensorRT-LLM 1.2.1 runs pipeline stages on generation servers (its feature matrix:
     disaggregated serving with pipeline parallelism): a decode worker of 24 GPUs planned PP3 x
     TP8 launches with --pp_size 3. Its release notes keep a known hang of context pipeline
-    stages beside generation tensor parallelism, so prefill copies of PP2 x TP4 (beside decode
-    copies of TP8) are refused with the fix; planned without stages, they launch with none."""
+    stages beside generation tensor parallelism, so prefill copies of PP2 x TP4 beside decode
+    copies of TP8 are refused with the fix; planned without stages, they launch with none."""
     wide = api.export(
         "Llama 3.1 405B", "H100", engine="trtllm", plan="disagg", gpus=24, batch=64,
         prefill_gpus=16, prompt_tokens=2000, output_tokens=500, weight_bits=16,
@@ -166,8 +166,38 @@ def test_trtllm_decode_pools_keep_their_pipeline_stages_and_context_pools_have_n
         _capacity_pools("trtllm", checkpoint=fp8)
     text = str(refused.value)
     assert "prefill pool's copies run PP2 x TP4" in text and "--no-pipeline" in text
+    assert "beside decode copies of TP8 without stages" in text and "\n" not in text
     plain = _capacity_pools("trtllm", checkpoint=fp8, pipeline=False)
     assert [(w.role, w.pipeline) for w in plain.workers] == [("prefill", 1), ("decode", 1)]
     assert _trtllm_servers(plain, "prefill")
     for argv in _trtllm_servers(plain, "prefill"):
         assert "--pp_size" not in argv or argv[argv.index("--pp_size") + 1] == "1"
+
+
+def test_trtllm_context_stages_launch_beside_generation_stages():
+    """TensorRT-LLM 1.2's known hang is of context pipeline stages beside generation tensor
+    parallelism, not beside generation stages: at 16-bit weights Llama 3.1 405B's capacity
+    plan in 16- and 24-GPU copies has prefill copies of PP3 x TP8 beside decode copies of
+    PP2 x TP8, which launch with their stages; they had been refused. SGLang 0.5.3 still
+    refuses its decode pool's stages."""
+    pools = dict(sizes=[16, 24], weight_bits=16)
+    plan = api.export(
+        "Llama 3.1 405B", ["H100"], engine="trtllm", plan="capacity", disaggregated=True,
+        arrival_rate_per_s=10.0, input_lengths="2000", output_lengths="500",
+        slo_ttft_p99_s=10.0, slo_tpot_p99_s=0.3, requests=200, **pools,
+    )  # fmt: skip
+    assert [(w.role, w.pipeline, w.tensor) for w in plan.workers] == [
+        ("prefill", 3, 8),
+        ("decode", 2, 8),
+    ]
+    for role, stages in (("prefill", "3"), ("decode", "2")):
+        servers = _trtllm_servers(plan, role)
+        assert servers
+        for argv in servers:
+            assert argv[argv.index("--pp_size") + 1] == stages
+    with pytest.raises(SpecError, match="decode pool's copies run PP2 x TP8"):
+        api.export(
+            "Llama 3.1 405B", ["H100"], engine="sglang", plan="capacity", disaggregated=True,
+            arrival_rate_per_s=10.0, input_lengths="2000", output_lengths="500",
+            slo_ttft_p99_s=10.0, slo_tpot_p99_s=0.3, requests=200, **pools,
+        )  # fmt: skip

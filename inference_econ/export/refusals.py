@@ -169,7 +169,8 @@ def speculation_launches(plan, names: dict) -> None:
 def pipeline_launches(plan, names: dict) -> None:
     """Refuse a disaggregated pool whose copies run pipeline stages where the engine version
     runs them in other roles only (``disagg_pipeline_roles`` in launch_flags.yaml, its source
-    cited there; absent, every role): SGLang 0.5.3 runs a prefill server's stages
+    cited there; absent, every role), or only beside stages in the other pool
+    (``disagg_pipeline_beside_stages``): SGLang 0.5.3 runs a prefill server's stages
     (event_loop_pp_disagg_prefill) but has no pipeline loop for a decode server
     (run_scheduler_process, python/sglang/srt/managers/scheduler.py lines 2881-2885), whose
     later stages would never be handed a request; vLLM 0.11.0's NixlConnector, which Dynamo
@@ -177,21 +178,33 @@ def pipeline_launches(plan, names: dict) -> None:
     stages of a prefill or decode worker listen on one handshake port (nixl_connector.py
     lines 491-494, 622), and a decode worker reads from one prefill worker a tensor rank;
     TensorRT-LLM 1.2's release notes keep a hang of context stages beside generation tensor
-    parallelism, so its context servers launch without stages."""
+    parallelism, so its context servers launch with stages only beside generation stages."""
     roles = names.get("disagg_pipeline_roles")
     if roles is None or not plan.disaggregated:
         return
+    paired = names.get("disagg_pipeline_beside_stages") or []
     for w in plan.workers:
-        if w.pipeline > 1 and w.role not in roles:
+        if w.pipeline <= 1:
+            continue
+        layout = f"the {w.role} pool's copies run PP{w.pipeline} x TP{w.tensor} ({w.gpus} GPUs)"
+        engine = f"{plan.engine} {names['version']}"
+        if w.role not in roles:
             where = (
                 f"a disaggregated {w.role} server (only on {', '.join(roles)})"
                 if roles
                 else "any disaggregated server"
             )
             raise SpecError(
-                "argument", "pipeline", f"the {w.role} pool's copies run PP{w.pipeline} x "
-                f"TP{w.tensor} ({w.gpus} GPUs), and {plan.engine} {names['version']} runs no "
-                f"pipeline stages on {where}",
+                "argument", "pipeline", f"{layout}, and {engine} runs no pipeline stages on "
+                f"{where}", "plan the pools without pipeline stages: --no-pipeline",
+            )  # fmt: skip
+        flat = [o for o in plan.workers if o.role != w.role and o.pipeline == 1]
+        if w.role in paired and flat:
+            other = flat[0]
+            raise SpecError(
+                "argument", "pipeline", f"{layout} beside {other.role} copies of "
+                f"TP{other.tensor} without stages, and {engine} runs pipeline stages on a "
+                f"disaggregated {w.role} server only beside {other.role} servers with stages",
                 "plan the pools without pipeline stages: --no-pipeline",
             )  # fmt: skip
 
