@@ -369,3 +369,35 @@ def test_the_api_names_a_missing_gpu_a_misspelt_load_setting_and_takes_a_number_
         SpecError, match=r"field 'output_lengths \(tokens\)': is '2\.5' \(expected a whole"
     ):
         ie.simulate_load("Llama 3 8B", "H100", input_lengths=200, **{**load, "output_lengths": 2.5})
+
+
+# --- a GPU count that is not whole ----------------------------------------------------------
+
+
+def test_a_fractional_gpu_count_of_a_deployment_is_refused_naming_its_option():
+    """A prefill pool of 2.5 GPUs had been refused as "--gpus: is 2.5", the decode pool's
+    option; compare-measured's --gpus 2.5 had had click's "is not a valid integer range",
+    without a fix, and ``compare_measured(gpus=2.5)`` had been taken; ``sizes=[1, 2.5]`` had
+    been refused as the field 'gpus_per_instance', which no caller gives."""
+    load = ["--prompt-tokens", "1000", "--output-tokens", "100", "--requests", "100",
+            "--slo-ttft-p99", "2", "--slo-tpot-p99", "0.05"]  # fmt: skip
+    line = _error_line(
+        _cli("capacity", "Llama 3.1 8B", "-H", "H100", "--gpus", "1", "--prefill-gpus", "2.5",
+             *load)
+    )  # fmt: skip
+    assert line == "--prefill-gpus: is 2.5 (an instance has a whole number of GPUs)"
+    rows = str(ROOT / "examples" / "measured-rows.csv")
+    for command in ("compare-measured", "calibrate"):
+        line = _error_line(_cli(command, rows, "--gpus", "2.5"))
+        assert line == "--gpus: is '2.5' (expected a whole number >= 1 and <= 1048576)"
+    with pytest.raises(SpecError, match=r"^argument: field 'gpus': is 2\.5 \(expected a whole"):
+        ie.compare_measured(rows, gpus=2.5)
+    served = dict(arrival_rate_per_s=1.0, input_lengths="1000", output_lengths="100",
+                  requests=100, slo_ttft_p99_s=2.0, slo_tpot_p99_s=0.05)  # fmt: skip
+    with pytest.raises(SpecError) as sizes:
+        ie.capacity("Llama 3.1 8B", ["H100"], sizes=[1, 2.5], **served)
+    assert str(sizes.value) == (
+        "argument: field 'sizes': is 2.5 (expected a whole number >= 1 and <= 1048576)"
+    )
+    with pytest.raises(SpecError, match=r"field 'sizes': is 8, not a list of GPU counts"):
+        ie.capacity("Llama 3.1 8B", ["H100"], sizes=8, **served)

@@ -317,7 +317,7 @@ def capacity(
     """
     from ..load.engine import bound_config
     from ..load.failures import Failures
-    from ..optimise.candidates import instance_sizes
+    from ..optimise.candidates import sizes_tried
     from ..optimise.confident import confident_plan
     from ..serving.intervals import ideal
 
@@ -338,7 +338,7 @@ def capacity(
         progress(f"the ideal bound beside it ({bounds[0].assumptions.label} preset)")
     try:  # the same search under the ideal preset (no failures: a bound)
         ideal_pools = None if pools is None else tuple([ideal(s) for s in p] for p in pools)
-        largest = max(sizes or instance_sizes(candidates[0], candidates[0].max_gpus))
+        largest = max(sizes_tried(candidates[0], sizes, candidates[0].max_gpus))
         limits = bound_config(inputs.config, candidates[0], largest)
         bound = _cheapest(bounds, ideal_pools, inputs._replace(config=limits), sizes, progress)
     except InfeasibleError as exc:
@@ -387,15 +387,15 @@ def _capacity_candidates(model, hardware, problem: dict, v: dict) -> tuple[list,
 def _check_capacity_work(candidates, pools, inputs: LoadInputs, sizes, runs: int, yes) -> None:
     """Refuse a capacity search estimated at more than ten minutes unless ``yes``: ``runs``
     searches (the expected plan and the ideal bound) of every candidate's instance sizes."""
-    from ..optimise.candidates import instance_sizes
+    from ..optimise.candidates import sizes_tried
     from ..optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
 
     v, cap = inputs.other, candidates[0].max_gpus
-    searches = sum(len(sizes or instance_sizes(s, cap)) for s in candidates)
+    searches = sum(len(sizes_tried(s, sizes, cap)) for s in candidates)
     if pools is None:
         searches *= 3 if v["disaggregated"] else 1  # co-located, prefill and decode pools
     else:
-        searches += sum(len(sizes or instance_sizes(s, cap)) for s in pools[0] + pools[1])
+        searches += sum(len(sizes_tried(s, sizes, cap)) for s in pools[0] + pools[1])
     work = runs * (searches * SIMULATIONS_PER_SEARCH + 1) + (4 if v["failures"] else 0)
     check_budget(inputs.traffic, work, "the capacity search", checked_yes(yes))
 
@@ -478,7 +478,7 @@ def demand_plan(
         The reserved base, the burst capacity and the period's cost.
     """
     from ..load.demand import load_demand
-    from ..optimise.candidates import instance_sizes
+    from ..optimise.candidates import sizes_tried
     from ..optimise.demand import demand_plan as plan
     from ..optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
 
@@ -495,7 +495,7 @@ def demand_plan(
     v = inputs.other
     candidates = settings_per_gpu(model, hardware, inputs.problem)
     cap = candidates[0].max_gpus
-    searches = sum(len(sizes or instance_sizes(s, cap)) for s in candidates)
+    searches = sum(len(sizes_tried(s, sizes, cap)) for s in candidates)
     work = searches * SIMULATIONS_PER_SEARCH
     check_budget(inputs.traffic, work, "the demand plan", checked_yes(yes))
     return plan(
@@ -573,7 +573,7 @@ def load_frontier(
     LoadFrontier
         The frontier's deployments (``points``).
     """
-    from ..optimise.candidates import instance_sizes
+    from ..optimise.candidates import sizes_tried
     from ..optimise.load_frontier import COUNT_MULTIPLES
     from ..optimise.load_frontier import load_frontier as search
     from ..optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
@@ -583,7 +583,7 @@ def load_frontier(
     need_targets(inputs.targets)
     candidates = settings_per_gpu(model, hardware, inputs.problem)
     cap = candidates[0].max_gpus
-    searches = sum(len(sizes or instance_sizes(s, cap)) for s in candidates)
+    searches = sum(len(sizes_tried(s, sizes, cap)) for s in candidates)
     per_size = SIMULATIONS_PER_SEARCH + len(COUNT_MULTIPLES)
     check_budget(inputs.traffic, searches * per_size, "the load frontier", checked_yes(yes))
     return search(candidates, inputs.traffic, inputs.targets, inputs.config, sizes, cap, progress)

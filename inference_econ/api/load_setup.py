@@ -354,7 +354,7 @@ def given_deployment(
         d = Deployment(
             _whole_gpus(gpus),
             instances,
-            _whole_gpus(prefill_gpus),
+            _whole_gpus(prefill_gpus, "prefill_gpus"),
             prefill_instances or 1,
             other,
         )
@@ -400,10 +400,11 @@ def on_gpu(model, setting: Setting, name, problem: dict) -> Setting:
     return dataclasses.replace(settings_per_gpu(model, [name], problem)[0], spec=None)
 
 
-def _whole_gpus(value: float) -> int:
+def _whole_gpus(value: float, field: str = "gpus") -> int:
+    """``value`` (setting ``field``, checked as a number) as a whole number of GPUs."""
     if float(value) != int(value):
         raise SpecError(
-            "argument", "gpus", f"is {value:g}", "an instance has a whole number of GPUs"
+            "argument", field, f"is {value:g}", "an instance has a whole number of GPUs"
         )
     return int(value)
 

@@ -14,6 +14,8 @@ from .common import (
     FigureFile,
     OutputFile,
     Progress,
+    RawValue,
+    checked,
     emit,
     format_option,
     handle_errors,
@@ -52,8 +54,9 @@ def stated_options(command):
     )(command)
     command = click.option(
         "--gpus",
-        type=click.IntRange(1, table.MAX_GPUS),
-        metavar="N",
+        type=RawValue("N"),
+        # a whole number of GPUs, checked as max_gpus is (one line naming --gpus, exit 2)
+        callback=lambda ctx, param, value: checked(value, "max_gpus", "--gpus"),
         help="The GPU count of the rows that state none; rows that state one keep it.",
     )(command)
     return one_gpu_option(

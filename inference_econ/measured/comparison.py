@@ -409,7 +409,12 @@ def compare(
 
 
 def stated_columns(hardware=None, gpus=None, precision=None, model=None) -> dict:
-    """The columns the command line states for the rows that state none (``load_measured``)."""
+    """The columns the command line states for the rows that state none (``load_measured``);
+    ``gpus`` a whole number of GPUs (one line naming it otherwise: a row's ``n_gpus`` is)."""
+    from .. import settings as table
+
+    if gpus is not None:  # the bounds of max_gpus, the same quantity
+        gpus = int(table.option("max_gpus").check(gpus, "argument", "gpus"))
     return {
         "model": model,
         "hardware": hardware,

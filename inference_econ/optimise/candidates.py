@@ -8,7 +8,8 @@ import math
 
 import pandas as pd
 
-from ..errors import InfeasibleError, plural
+from .. import settings as table
+from ..errors import InfeasibleError, SpecError, plural, short
 from ..load.deployment import Deployment, Pool
 from ..load.targets import Targets
 from ..model.machine import min_gpus
@@ -42,9 +43,19 @@ def instance_sizes(setting: Setting, max_gpus: int | None = None) -> list[int]:
 
 
 def sizes_tried(setting: Setting, sizes: list[int] | None, max_gpus: int | None) -> list[int]:
-    """The GPUs per instance a search tries for ``setting``: ``sizes`` where given, else
-    ``instance_sizes`` (every search's sizes come from here, so a test may narrow them once)."""
-    return sizes or instance_sizes(setting, max_gpus)
+    """The GPUs per instance a search tries for ``setting``: ``sizes`` where given, each a
+    whole number of GPUs within ``max_gpus``' bounds (one line naming ``sizes`` otherwise),
+    else ``instance_sizes`` (every search's sizes come from here, so a test may narrow them
+    once)."""
+    if not sizes:
+        return instance_sizes(setting, max_gpus)
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__"):
+        raise SpecError(
+            "argument", "sizes", f"is {short(sizes)}, not a list of GPU counts",
+            "give the GPUs an instance may have as a list, such as [8, 16]",
+        )  # fmt: skip
+    row = table.option("max_gpus")  # the same quantity: a whole number of GPUs
+    return [int(row.check(n, "argument", "sizes")) for n in sizes]
 
 
 def _spec_label(setting: Setting) -> str:
