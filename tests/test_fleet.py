@@ -579,7 +579,18 @@ def test_the_fleet_figure_shows_the_shared_gpu_beside_the_gpus_alone(shared):
     alone_bars = sorted(round(p.get_width(), 6) for p in ax.patches if p.get_y() > 0.5)
     assert fleet_bars == [0.25, 0.25, 0.5] and alone_bars == [1.0, 1.0]
     labels = [t.get_text().strip() for t in ax.texts]
-    assert labels[0].startswith("1 GPUs") and labels[1].startswith("2 GPUs")
+    assert labels[0].startswith("1 GPU, $") and labels[1].startswith("2 GPUs, $")
+
+
+def test_a_fleet_of_one_model_reads_in_the_singular():
+    """The title had read "for the 1 models of f.yaml"."""
+    from inference_econ.cli.fleet_commands import fleet_text
+
+    fleet = _fleet("vllm")
+    fleet["models"] = fleet["models"][:1]
+    text = fleet_text(ie.fleet_plan(fleet, sizes=[1]), "table", "f.yaml")
+    assert "Cheapest fleet for the 1 model of f.yaml: 1 GPU, $" in text
+    assert " models of " not in text
 
 
 def test_the_power_figure_serves_more_as_the_budget_grows_up_to_the_uncapped_plan(uncapped):

@@ -126,7 +126,8 @@ def fleet_text(plan, fmt: str, source: str, hardware=()) -> str:
     s = plan.summary()
     alone = int(s["alone_gpus"])
     title = (
-        f"Cheapest fleet for the {len(plan.parts)} models of {source}: {plan.gpus} "
+        f"Cheapest fleet for the {len(plan.parts)} {plural(len(plan.parts), 'model')} of "
+        f"{source}: {plan.gpus} "
         f"{plural(plan.gpus, 'GPU')}, ${plan.usd_per_hour:,.4g}/h, against {alone} "
         f"{plural(alone, 'GPU')} and ${plan.alone_usd_per_hour:,.4g}/h planned alone "
         f"(saves {s['saving_fraction']:.0%})"

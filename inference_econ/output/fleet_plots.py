@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ..errors import InfeasibleError, expect  # noqa: E402
+from ..errors import InfeasibleError, expect, plural  # noqa: E402
 from ..optimise.fleet import FleetPlan  # noqa: E402
 from ..optimise.power_cap import PowerPlan  # noqa: E402
 from .plots import wrap  # noqa: E402
@@ -56,7 +56,9 @@ def fleet_figure(plan: FleetPlan, title: str = ""):
         if idle > 1e-9:
             ax.barh(y, idle, left=left, color="0.85", hatch="//", ec="white")
             left += idle
-        ax.text(left, y, f"  {left:g} GPUs, ${usd:,.4g}/h", va="center", fontsize=9)
+        gpus = f"{left:g}"  # the count as printed: whole GPUs, a sum of shares
+        ax.text(left, y, f"  {gpus} {plural(float(gpus), 'GPU')}, ${usd:,.4g}/h", va="center",
+                fontsize=9)  # fmt: skip
     ax.set_yticks(range(len(rows)), [r[0] for r in rows])
     ax.invert_yaxis()
     ax.set_xlabel("GPUs (hatched: shares of a shared GPU; grey: its unused share)")
