@@ -381,3 +381,25 @@ def test_a_list_item_or_switch_that_is_not_a_summarys_is_the_files_error(tmp_pat
     with pytest.raises(SpecError) as err:
         load_measured(write(tmp_path, runs))
     assert err.value.field == field
+
+
+@pytest.mark.parametrize(
+    ("runs", "field"),
+    [
+        ({k: v for k, v in SGLANG.items() if k != "hw"}, "hw"),
+        ([SGLANG, {k: v for k, v in SGLANG.items() if k != "hw"}], "[1].hw"),
+        ([{k: v for k, v in SGLANG.items() if k != "hw"}, SGLANG], "[0].hw"),
+    ],
+)
+def test_a_summary_without_its_runner_is_one_line_naming_hw_and_the_fix(tmp_path, runs, field):
+    """A summary without ``hw`` had read as "JSON, but not a result of vllm bench serve,
+    aiperf or InferenceX" (one summary, or the first of a list), or a later one of a list as
+    its whole object printed, "not an InferenceX run summary as the list's first is"."""
+    path = write(tmp_path, runs)
+    result = CliRunner().invoke(main, ["compare-measured", str(path)])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert result.output.strip() == (
+        f"error: {path}: field '{field}': is missing: an InferenceX run summary names the "
+        'runner it ran on (add "hw", the runner as the harness writes it: "h200", '
+        '"b200-nscale")'
+    )

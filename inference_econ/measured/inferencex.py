@@ -91,6 +91,33 @@ def is_inferencex(run: dict) -> bool:
     return ("hw" in run or "hardware" in run) and "conc" in run
 
 
+#: Keys only InferenceX's harness writes in a run summary (utils/process_result.py): an object
+#: with ``conc`` and one of them but no runner is a summary missing its ``hw``.
+_SUMMARY_KEYS = (
+    "infmax_model_prefix",
+    "tput_per_gpu",
+    "output_tput_per_gpu",
+    "input_tput_per_gpu",
+    "is_multinode",
+    "dp_attention",
+)
+
+
+def refuse_missing_runner(run, path: Path, at: str) -> None:
+    """Refuse an InferenceX run summary without its runner (``hw``; the site's rows name it
+    ``hardware``), in one line naming the file, the field and the fix: it had been read as no
+    tool's result (one summary) or as another tool's run beside InferenceX's (a list)."""
+    if not isinstance(run, dict) or "hw" in run or "hardware" in run or "conc" not in run:
+        return
+    if any(key in run for key in _SUMMARY_KEYS):
+        raise SpecError(
+            str(path),
+            at + "hw",
+            "is missing: an InferenceX run summary names the runner it ran on",
+            'add "hw", the runner as the harness writes it: "h200", "b200-nscale"',
+        )
+
+
 def inferencex_rows(run: dict, path: Path, i: int, at: str) -> list:
     """The rows of one InferenceX run summary (``at``: its fields' prefix, "[3]." in a list)."""
     figures = section(run.get("metrics"), path, at + "metrics", dict)

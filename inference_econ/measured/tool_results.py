@@ -48,7 +48,7 @@ import pandas as pd
 
 from ..errors import SpecError, short
 from ..specs.inputs import NotJSON, parse_json, read_json, read_text
-from .inferencex import inferencex_rows, is_inferencex
+from .inferencex import inferencex_rows, is_inferencex, refuse_missing_runner
 from .metric_names import SECONDS, rate_unit_problem, time_unit, unit_counts
 from .result_fields import (
     UNUSABLE,
@@ -112,6 +112,7 @@ def tool_frame(path) -> pd.DataFrame | None:
         if isinstance(run, UnreadLine):  # its row, once the file's other rows name the tool
             parts.append(run)
             continue
+        refuse_missing_runner(run, path, f"[{i}]." if listed else at)
         if listed:  # InferenceX's collected summaries, named by their index
             if i and not (isinstance(run, dict) and is_inferencex(run)):
                 raise SpecError(str(path), f"[{i}]", f"is {short(run)}, not an InferenceX run "
