@@ -288,6 +288,11 @@ def test_autoscale_json_and_csv_carry_the_summary_the_text_prints(tmp_path):
     summary = out["table"].split("\n\n")[0].splitlines()[3:]  # past the title, header, rule
     shown = dict(line.split(None, 1) for line in summary)
     assert s["startup_s"] == 120 and shown["startup_ms"] == "120,000"
+    # counts with thousands separators, as every other figure of the text (it had printed
+    # "115417"); JSON keeps them whole numbers
+    assert isinstance(s["requests"], int) and s["requests"] > 100_000
+    assert shown["requests"] == f"{s['requests']:,}" and "," in shown["requests"]
+    assert "with the hourly plan's 1 reserved instance all day" in out["table"]  # not "instances"
     assert shown["policy"] == s["policy"]
     g = s["gpu_hours"]  # an expected figure with its interval, as every other is printed
     assert out["table"].startswith("Expected figures: achievable preset")
@@ -440,3 +445,18 @@ def test_an_unused_spot_offer_says_why_no_spot_was_bought():
     assert _unused_spot(plan) == (
         "spot capacity was offered but no hour needs more than the 4 reserved instances"
     )
+
+
+def test_the_autoscale_texts_table_of_targets_prints_counts_with_separators():
+    """Every target's missed requests and peak instances had printed as written (156119)
+    beside GPU-hours and dollars with separators (2,447)."""
+    import pandas as pd
+
+    from inference_econ.cli.autoscale_commands import _counts_as_figures
+    from inference_econ.output.render import render
+
+    rows = pd.DataFrame({"usd": [2447.3], "peak_instances": [1024], "missed_requests": [156119],
+                         "within_budget": [False]})  # fmt: skip
+    text = render(_counts_as_figures(rows), "table")
+    assert "2,447" in text and "1,024" in text and "156,119" in text and " no" in text
+    assert "156119" in render(rows, "table")  # (the integers as the table writes them)

@@ -3,6 +3,9 @@ by instances that scale, their start-up delays priced, beside the hourly plan.""
 
 from __future__ import annotations
 
+import numbers
+
+from ..errors import plural
 from .common import emit
 from .stated import emit_tables, save_figure
 
@@ -41,10 +44,10 @@ def autoscale_demand(model, names, kwargs: dict, figure, fmt: str, out, say) -> 
             ),  # fmt: skip
             out,
         )
-    else:
-        head = line + "\n" + vertical(ranged(summary), fmt, title)
+    else:  # counts as the text prints every other figure: 8,971,295 requests
+        head = line + "\n" + vertical(ranged(_counts_as_figures(summary)), fmt, title)
         body = render(
-            plan.candidates(),
+            _counts_as_figures(plan.candidates()),
             fmt,
             title="Every target tried, and the hourly plan's day simulated the same way",
         )
@@ -53,6 +56,20 @@ def autoscale_demand(model, names, kwargs: dict, figure, fmt: str, out, say) -> 
         from ..output.autoscale_plot import autoscale_figure
 
         save_figure(autoscale_figure(plan), figure)
+
+
+def _counts_as_figures(values):
+    """A summary (Series) or table (DataFrame) with its whole counts (requests, missed requests,
+    instances, GPUs) as floats, which the text prints with thousands separators as it does
+    every other figure (integers print as written: 8971295); CSV and JSON keep them whole."""
+    import pandas as pd
+
+    if isinstance(values, pd.DataFrame):
+        counts = [c for c in values.columns if pd.api.types.is_integer_dtype(values[c])]
+        return values.astype({c: float for c in counts})
+    return values.map(
+        lambda v: float(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v
+    )
 
 
 def _notes(plan) -> list[str]:
@@ -74,7 +91,8 @@ def _notes(plan) -> list[str]:
         "missing their targets. The hourly plan's day: each hour's instances, those added asked "
         f"for {plan.startup.total_s:.0f} s before the hour.",
         f"Prices: every instance on {base.prices.burst_basis} ${base.prices.burst_usd:.3g} per "
-        f"GPU-hour (usd); with the hourly plan's {base.reserved_instances} reserved instances "
+        f"GPU-hour (usd); with the hourly plan's {base.reserved_instances:,} reserved "
+        f"{plural(base.reserved_instances, 'instance')} "
         f"all day at ${base.prices.reserved_usd:.3g} ({base.prices.reserved_basis}) and the "
         "rest on the burst basis (usd_with_reserved).",
         *base.notes,
