@@ -295,7 +295,7 @@ def test_dask_cluster_keeps_partial_results_and_gives_identical_results(
     ) as cluster:
         monkeypatch.setattr(execution, "compute_cell", flaky)
         broken = CliRunner().invoke(main, [*args, cluster.scheduler_address])
-        assert broken.exit_code == 1 and "1 cells failed" in broken.stderr, broken.stderr
+        assert broken.exit_code == 1 and "1 cell failed" in broken.stderr, broken.stderr
         assert len(list((tmp_path / "cache").rglob("*.json"))) == 4  # the others are kept
         monkeypatch.setattr(execution, "compute_cell", real)
         result = CliRunner().invoke(main, [*args, cluster.scheduler_address])

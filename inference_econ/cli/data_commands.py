@@ -202,7 +202,9 @@ def _status_line(table) -> str:
     if len(every) > len(top):  # the rest counted, not dropped: the table has each row's
         rest = int(every.iloc[len(top) :].sum())
         detail += f"; {rest} more row{'s' if rest != 1 else ''} of other reasons (the table)"
-    return f"{len(table)} rows: {', '.join(parts)}" + (f". Not ok: {detail}" if detail else "")
+    return f"{len(table)} {plural(len(table), 'row')}: {', '.join(parts)}" + (
+        f". Not ok: {detail}" if detail else ""
+    )
 
 
 @click.command(short_help="Fit the achievable preset's efficiencies to measured rows.")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import SpecError, did_you_mean
+from ..errors import SpecError, did_you_mean, plural
 from .common import (
     OutputFolder,
     OutputTarget,
@@ -363,7 +363,10 @@ def _left_out(result, offers) -> None:
     _, left = overlay_points(offers, models=curve_models(result.scenario))
     if left:
         models = ", ".join(dict.fromkeys(o.model for o in left))
-        click.echo(f"not drawn ({len(left)} offers of models no curve serves): {models}", err=True)
+        click.echo(
+            f"not drawn ({len(left)} {plural(len(left), 'offer')} of models no curve serves): {models}",
+            err=True,
+        )
 
 
 COMMANDS = (reproduce, run)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import SpecError
+from ..errors import SpecError, plural
 from .common import (
     OutputFile,
     OutputFolder,
@@ -55,7 +55,6 @@ def study(file, out, jobs, dask, html, recompute, yes, format, quiet):
 
     from ..api import study as run
     from ..api import study_metadata
-    from ..errors import plural
     from ..output.study_plots import infeasible_note, summary_table
 
     if html and not out:
@@ -110,7 +109,7 @@ def study(file, out, jobs, dask, html, recompute, yes, format, quiet):
     if result.failed:
         first = next(iter(result.failed.values()))
         click.echo(
-            f"error: {len(result.failed)} cells failed (first: {first}); the others are kept, "
+            f"error: {len(result.failed)} {plural(len(result.failed), 'cell')} failed (first: {first}); the others are kept, "
             "rerun the same command to retry only the failed ones",
             err=True,
         )

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..columns import SECONDS_PER_HOUR
-from ..errors import InfeasibleError, SpecError
+from ..errors import InfeasibleError, SpecError, plural
 from ..load.autoscaling import SEARCH_GRID, Scheduled, make_policy
 from ..load.scaled_pool import BIN_S, ScaledPool, ScaledRun, arrival_counts, simulate_scaled_day
 from ..load.startup import StartupDelay
@@ -184,7 +184,7 @@ def autoscale_search(
         raise SpecError(
             "argument",
             "arrivals",
-            f"has {len(arrivals)} bins for {plan.hours} hours of demand",
+            f"has {len(arrivals)} bins for {plan.hours} {plural(plan.hours, 'hour')} of demand",
             f"give one count per second of the curve's hours ({plan.hours * 3600:,})",
         )
     grid = SEARCH_GRID[policy] if targets is None else tuple(targets)

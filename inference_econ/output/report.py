@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..errors import plural
 from .files import write_atomic
 from .render import table_cells
 from .report_figures import MAX_POINTS, figure, require_plotly
@@ -94,7 +95,8 @@ def render(sections: list[Section], title: str, max_points: int = MAX_POINTS) ->
         for note in section.notes:
             body.append(f"<p class='note'>{html.escape(note)}</p>")
         body.append("<h3>Key points</h3>")
-        body.append(f"<details open><summary>{len(section.key_table)} rows</summary>")
+        n = len(section.key_table)
+        body.append(f"<details open><summary>{n} {plural(n, 'row')}</summary>")
         body.append(f"<div class='scroll'>{_table(section.key_table)}</div></details>")
         if section.assumptions:
             body.append("<h3>Assumptions</h3>")
