@@ -251,12 +251,13 @@ def test_infeasible_exits_1():
     assert result.exit_code == 1 and "does not fit" in result.output
 
 
-def test_console_script_is_installed():
-    """``python -m inference_econ.cli`` runs a command (a point: no pandas to import; ``list
-    hardware`` is tested in this process above)."""
+@pytest.mark.parametrize("module", ["inference_econ.cli", "inference_econ"])
+def test_console_script_is_installed(module):
+    """``python -m inference_econ.cli`` and ``python -m inference_econ`` run a command (a point:
+    no pandas to import; ``list hardware`` is tested in this process above)."""
     point = ["point", "Llama 3 8B", "-H", "GB200", "--gpus", "1", "--batch", "1"]
     out = subprocess.run(
-        [sys.executable, "-m", "inference_econ.cli", *point],
+        [sys.executable, "-m", module, *point],
         capture_output=True,
         text=True,
         check=True,
