@@ -157,7 +157,35 @@ def test_the_default_engine_stays_where_it_runs():
         setting = ie.make_setting("Llama 3 70B", "H100", assumptions="achievable")
         named = ie.make_setting("Llama 3 70B", "MI300X", assumptions="achievable", engine="vllm")
     assert setting.assumptions.profile().name == "trtllm"
-    assert named.assumptions.profile().name == "vllm"  # runs on any platform
+    assert named.assumptions.profile().name == "vllm-rocm"  # vLLM's profile on ROCm, unsaid
+
+
+@pytest.mark.parametrize(
+    "engine, runs",
+    [
+        ("vllm", "vllm-rocm"),
+        ("vllm@0.18.0", "vllm-rocm@0.18.0"),
+        ("vllm-rocm@0.18.0", "vllm-rocm@0.18.0"),
+        ("vllm-v0", "vllm-v0-rocm"),
+    ],
+)
+def test_vllm_named_on_an_amd_part_runs_its_rocm_profile(engine, runs):
+    """vLLM named on an MI300X had run the CUDA profile (any platform), whose async scheduler of
+    0.14 and later hides the step's host work, where the ROCm profile waits for it, as the
+    default engine there and a measured row on the part do ("vllm-rocm@0.18.0" had been the
+    CUDA profile too). Llama 3.1 8B on one MI300X at batch 32: its host work, 1 ms a step and
+    6.588 us a sequence (engines/vllm.yaml), is charged (it had been 0 under vllm 0.14+)."""
+    setting = ie.make_setting("Llama 3.1 8B", "MI300X", assumptions="achievable", engine=engine)
+    assert setting.assumptions.label == f"achievable, engine {runs}"
+    prof = setting.assumptions.profile()
+    assert prof.platform == "rocm" and prof.host_overhead_exposed == 1.0
+    row = ie.point(
+        "Llama 3.1 8B", "MI300X", gpus=1, batch=32, assumptions="achievable", engine=engine
+    )
+    host = prof.step_time_scale * (prof.step_overhead_s + 32 * prof.sequence_overhead_s)
+    assert row.host_s == pytest.approx(host, rel=1e-9) and row.host_s > 1.2e-3
+    on_h100 = ie.make_setting("Llama 3.1 8B", "H100", assumptions="achievable", engine="vllm")
+    assert on_h100.assumptions.profile().name == "vllm"  # CUDA: the profile itself
 
 
 @pytest.mark.parametrize(

@@ -526,9 +526,13 @@ def engine_on_part(assumptions: Assumptions, gpu: GPU, given=None) -> Assumption
     profile = assumptions.profile()
     if profile is None:
         return assumptions
-    from ..specs.platforms import engine_on
+    from ..specs.platforms import engine_on, platform_profile
 
     named = given is not None or not isinstance(assumptions.engine, str)
+    if named:  # vllm on an AMD part is vLLM's ROCm profile, as docs/user-guide.md says
+        own = platform_profile(assumptions.engine, profile, gpu)
+        if own is not assumptions.engine:
+            return assumptions.replace(engine=own)
     chosen, note = engine_on(profile, gpu, named)
     if chosen is profile:
         return assumptions

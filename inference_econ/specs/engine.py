@@ -758,7 +758,8 @@ def profile_yaml(profile: EngineProfile, base: str, header: list[str], fitted: d
 
 
 @lru_cache(maxsize=1)
-def _profiles() -> tuple[EngineProfile, ...]:
+def engine_profiles() -> tuple[EngineProfile, ...]:
+    """The catalog's engine profiles (engines/)."""
     return tuple(load_engine(e.path) for e in catalog.entries("engines"))
 
 
@@ -774,9 +775,11 @@ def select_engine(engine, version=None, platform=None) -> EngineProfile:
     text, at = split_engine(engine)
     version = at if at is not None else version
     named = load_engine(text)
-    family = [p for p in _profiles() if p.family == named.family]
+    family = [p for p in engine_profiles() if p.family == named.family]
     if named not in family and at is None:
         return named  # a file of its own (calibrate's output), not one of the catalog's
+    if platform is None and named.platform != "any":
+        platform = named.platform  # "vllm-rocm@0.18" is a ROCm profile at that version
     v = parse_version(version)
     # a platform not given (a name checked before any row is read) admits every platform
     for where in (platform, "any") if platform else ("any", None):

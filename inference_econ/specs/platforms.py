@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SpecError
-from .engine import EngineProfile, select_engine
+from .engine import EngineProfile, engine_profiles, select_engine
+from .versions import split_engine
 
 #: The engine each platform runs when the default one does not run there: vLLM (its ROCm
 #: profile), the engine AMD's own results and MLPerf harness run on Instinct parts; vLLM on
@@ -62,3 +63,26 @@ def engine_on(profile: EngineProfile, gpu: Any, named: bool) -> tuple[EngineProf
         f"{gpu.name} runs {SHOWN[platform]}, where the default engine {profile.name} does "
         f"not run: it is served by {chosen.name} (--engine names another)"
     )
+
+
+def platform_profile(engine: Any, profile: EngineProfile, gpu: Any) -> Any:
+    """``engine`` (a name, "family@version" or a profile) as it runs on ``gpu``'s platform:
+    where ``profile``, one of the catalog's for any platform, has a sibling of its family and
+    versions for the part's own platform (vllm and vllm-rocm), that sibling ("vllm-rocm", or
+    "vllm-rocm@0.18" for "vllm@0.18"), as a measured row on the part is priced; else
+    ``engine`` itself (a profile for one platform, a file of its own, a family without one)."""
+    if profile.platform != "any":
+        return engine
+    platform = platform_of(gpu)
+    version = split_engine(engine)[1] if isinstance(engine, str) else None
+    base = next((p for p in engine_profiles() if p.name == profile.name), None)
+    if base is None or (version is None and base != profile):
+        return engine  # not the catalog's profile (a file, or one changed in Python)
+    own = [
+        p
+        for p in engine_profiles()
+        if p.family == base.family and p.platform == platform and p.versions == base.versions
+    ]
+    if len(own) != 1:
+        return engine
+    return own[0] if version is None else f"{own[0].name}@{version}"
