@@ -340,6 +340,23 @@ def test_achievable_errors_on_the_training_rows(achievable):
     assert set(amd.engine) == {"vllm-v0-rocm"}  # vLLM 0.4.3+rocm614: before V1, on ROCm
 
 
+def test_the_engine_column_says_what_a_stated_vllm_version_runs_otherwise(tmp_path):
+    """Two rows of one run but the vLLM version they state: 0.18.0 runs the async scheduler of
+    0.14 and later (the step's host work hidden), 0.11.0 waits for its host work, 1 ms a step
+    and 6.588 us a sequence (engines/vllm.yaml). They had both been labelled "vllm" while
+    priced apart; the 0.11.0 row's label says so, and the two predictions differ by that
+    host work at the row's one request."""
+    rows = [
+        f"s,Llama-3.3-70B,FP8,H100 SXM,2,TP2,1,5000,500,ITL_mean,18.58,ms,vLLM {v}"
+        for v in ("0.18.0", "0.11.0")
+    ]
+    t = comparison.compare(write(tmp_path, HEADER, *rows), "achievable").table
+    assert list(t.engine) == ["vllm", "vllm, 0.11.0: host overheads charged"]
+    prof = load_engine("vllm")
+    host_ms = 1e3 * prof.step_time_scale * (prof.step_overhead_s + prof.sequence_overhead_s)
+    assert t.predicted[1] - t.predicted[0] == pytest.approx(host_ms, rel=1e-6)
+
+
 def test_engine_override_and_refusals(tmp_path):
     base = comparison.compare(SAMPLE, "achievable")
     v0 = comparison.compare(SAMPLE, "achievable", "vllm@0.6")

@@ -252,7 +252,7 @@ def row_engine(row: MeasuredRow, base: Assumptions, engine=None) -> RowEngine | 
         graph_batch_sizes=row.graph_batch_sizes if prof.family == "trtllm" else (),
     )
     named = bool(version or engine is not None)
-    label = engine_label(prof, row, named, budget, unknown, harness, exposed)
+    label = engine_label(prof, row, named, budget, unknown, harness, exposed, kernels_at)
     if row.bench_limits and prof.family == "trtllm":
         label += f", {TOOL_LIMITS}"
     if config.graph_batch_sizes:

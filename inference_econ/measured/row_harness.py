@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from ..errors import short
 from ..load.engine import cadence_text
 from ..model.overlap import overlap_problem
-from ..specs.engine import EngineProfile, PrefillMode, RouterPolicy
+from ..specs.engine import EngineProfile, PrefillMode, RouterPolicy, engine_profiles
 from ..specs.engine_terms import EXCHANGE_TERMS
+from ..specs.versions import in_range, parse_version
 from .reading import MeasuredRow
 
 #: The prompt scheduling of a row that states its engine chunked prompts, or did not (§F9),
@@ -138,11 +139,13 @@ def engine_label(
     unknown: bool,
     harness: Harness,
     exposed,
+    version: str | None = None,
 ) -> str:
     """How the output names a row's engine: the profile (``named``: at a version stated or an
-    engine given), what the row states of it, and the harness it runs under."""
+    engine given; what ``version`` runs otherwise than the profile), what the row states of
+    it, and the harness it runs under."""
     name = prof.name
-    label = name if named else f"{name} (version not stated)"
+    label = name + version_words(prof, version) if named else f"{name} (version not stated)"
     if not named and row.engine_branch:  # a build of a source branch: no release to place
         label = f"{name} (branch {row.engine_branch} stated, no release version)"
     if row.precision_as_released:
@@ -201,6 +204,22 @@ def engine_label(
             multi += f", {workspace / 1e9:g} GB a GPU set aside before the KV cache"
         label += f", {harness.name} harness ({prompts}, {harness.admission} admission{multi})"
     return label + _whole_prompt_note(row, budget, harness)
+
+
+def version_words(prof: EngineProfile, version: str | None) -> str:
+    """Where ``version`` runs the step's host work otherwise than ``prof``'s newest range (its
+    ``version_terms``; the row's own statements or harness, said apart, not overruling it),
+    in words: vLLM 0.11.0 ", 0.11.0: host overheads charged" (the async scheduler came in
+    0.14)."""
+    v = parse_version(version)
+    entry = dict(next((t for at, t in prof.version_terms if in_range(v, at)), ())) if v else {}
+    value = entry.get("host_overhead_exposed")
+    base = next((p for p in engine_profiles() if p.name == prof.name), None)
+    if value is None or base is None or prof.host_overhead_exposed != value:
+        return ""
+    if base.host_overhead_exposed == value:
+        return ""  # the profile's own (vllm-v0 waits at every version)
+    return f", {version}: host overheads " + ("hidden" if value == 0.0 else "charged")
 
 
 def _whole_prompt_note(row: MeasuredRow, budget, harness: Harness) -> str:
