@@ -349,6 +349,27 @@ def test_a_configuration_that_does_not_fit_says_whether_its_weights_or_its_cache
     ), out.output
 
 
+@pytest.mark.parametrize(
+    "given, meant",
+    [
+        ("rate", "arrival_rate_per_s"),
+        ("slo_ttft_p99", "slo_ttft_p99_s"),
+        ("context", "context_tokens"),
+    ],
+)
+def test_a_setting_spelt_as_its_flag_is_named_in_the_api(given, meant):
+    """ie.capacity(..., rate=5), as the command line's --rate, had been offered 'trace', 'draft'
+    or 'router': the setting whose flag the name spells is the one offered."""
+    load = dict(input_lengths="200", output_lengths="20", slo_tpot_p99_s=0.05, requests=40)
+    flag = "--" + given.replace("_", "-")
+    with pytest.raises(SpecError) as told:
+        ie.capacity("Llama 3 8B", "H100", **{"arrival_rate_per_s": 2.0, **load, given: 1})
+    assert str(told.value) == (
+        f"argument: field '{given}': unknown setting (did you mean '{meant}', the setting of "
+        f"{flag}?)"
+    )
+
+
 def test_the_api_names_a_missing_gpu_a_misspelt_load_setting_and_takes_a_number_as_a_length():
     """ie.frontier("Llama 3 70B") had said "no hardware spec named 'None'"; requets=500 had
     been offered 'redundant_experts' (the load settings were not among the names tried); and

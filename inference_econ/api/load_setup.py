@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import settings as table
-from ..errors import SpecError, did_you_mean, expect, short, warn
+from ..errors import SpecError, expect, short, warn
 from ..serving.setting import Setting
 from .problem import setting_of
 
@@ -131,7 +131,7 @@ def _known_problem(problem: Mapping[str, Any]) -> None:
     served = table.names(table.PROBLEM)
     for key in problem:
         if key not in served:
-            hint = did_you_mean(str(key), (*served, *table.names(table.LOAD)))
+            hint = table.unknown_hint(key, (*served, *table.names(table.LOAD)))
             raise SpecError(
                 "argument",
                 str(key),

@@ -48,6 +48,7 @@ from .table import (
     names,
     option,
     takes,
+    unknown_hint,
     unmet_needs,
 )
 
@@ -82,5 +83,6 @@ __all__ = [
     "names",
     "option",
     "takes",
+    "unknown_hint",
     "unmet_needs",
 ]

@@ -121,6 +121,17 @@ def group(name: str) -> tuple[str, ...]:
     return found
 
 
+def unknown_hint(key: Any, allowed: Iterable[str]) -> str:
+    """The hint for an unknown setting ``key``: the setting whose command-line flag it spells
+    (``rate``: ``arrival_rate_per_s``, whose flag is --rate), else the nearest names."""
+    allowed = tuple(allowed)
+    flag = "--" + str(key).replace("_", "-")
+    spelt = [n for n in allowed if n in BY_NAME and BY_NAME[n].cli_flag == flag]
+    if spelt:
+        return f"did you mean {spelt[0]!r}, the setting of {flag}?"
+    return did_you_mean(str(key), allowed)
+
+
 def names(*layers: str) -> tuple[str, ...]:
     """The settings read by some layers, in table order."""
     return tuple(o.name for o in SETTINGS if o.layer in layers)
@@ -147,7 +158,7 @@ def check(
     allowed = names(*layers)
     for key in values:
         if key not in allowed:
-            hint = did_you_mean(str(key), allowed)
+            hint = unknown_hint(key, allowed)
             raise SpecError(
                 source,
                 f"{prefix}{key}",
@@ -237,7 +248,7 @@ def check_each(values: Mapping[str, Any], source: str = "argument") -> dict[str,
     out = {}
     for key, value in values.items():
         if key not in BY_NAME:
-            hint = did_you_mean(str(key), BY_NAME)
+            hint = unknown_hint(key, BY_NAME)
             raise SpecError(
                 source, str(key), "unknown setting", hint or "see inference_econ/settings/"
             )
