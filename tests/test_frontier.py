@@ -118,11 +118,11 @@ def test_threads_give_the_same_frontier(monkeypatch):
 
     setting = ie.make_setting("Mixtral 8x22B", "H100-paper", draft="Llama 3 8B")
     method = ie.Method(grid_points=60)
-    one = optimiser._frontier_cached.__wrapped__(setting, method)
+    one = optimiser._search(setting, method).to_frontier()
     monkeypatch.setenv("INFERENCE_ECON_THREADS", "2")
     assert optimiser._executor() is not None
     monkeypatch.setattr(optimiser, "_PASSES", collections.OrderedDict())  # searched again
-    two = optimiser._frontier_cached.__wrapped__(setting, method)
+    two = optimiser._search(setting, method).to_frontier()
     assert one.points.equals(two.points)
     monkeypatch.setenv("INFERENCE_ECON_THREADS", "two")
     with pytest.raises(SpecError, match="INFERENCE_ECON_THREADS"):
@@ -142,14 +142,14 @@ def test_acceptance_and_demand_cap_reuse_the_pass_latencies(monkeypatch):
     monkeypatch.setattr(optimiser, "_PASSES", collections.OrderedDict())
     method = ie.Method(grid_points=30)
     base = ie.make_setting("Llama 3 70B", "H100-paper", draft="Llama 3 8B", acceptance=0.8)
-    optimiser._frontier_cached.__wrapped__(base, method)
+    optimiser._search(base, method).to_frontier()
     other = base.replace(spec=base.spec.with_acceptance(0.3), max_throughput_tokens_per_s=1e5)
-    reused = optimiser._frontier_cached.__wrapped__(other, method)
+    reused = optimiser._search(other, method).to_frontier()
     assert len(searches) == 1
     monkeypatch.setattr(optimiser, "_PASSES", collections.OrderedDict())
-    fresh = optimiser._frontier_cached.__wrapped__(other, method)
+    fresh = optimiser._search(other, method).to_frontier()
     assert len(searches) == 2 and reused.points.equals(fresh.points)
-    plain = optimiser._frontier_cached.__wrapped__(base.replace(spec=None), method)
+    plain = optimiser._search(base.replace(spec=None), method).to_frontier()
     assert len(searches) == 3 and (plain.points.draft_tokens == 1).all()
 
 

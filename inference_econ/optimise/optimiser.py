@@ -426,7 +426,9 @@ def frontier_columns(setting: Setting, method: Method = GRID) -> FrontierColumns
 
 @functools.lru_cache(maxsize=256)
 def _frontier_cached(setting: Setting, method: Method) -> Frontier:
-    return _search(setting, method).to_frontier()
+    """The frontier of ``_columns_cached``'s search in a DataFrame: a setting asked for both
+    (a text table and a CSV, a figure and its table) is searched once."""
+    return _columns_cached(setting, method).to_frontier()
 
 
 @functools.lru_cache(maxsize=256)
