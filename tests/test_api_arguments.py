@@ -309,3 +309,56 @@ def test_tornado_refuses_a_factor_the_gpu_cannot_take_before_the_base_frontier(n
     assert not figure.exists()
     with pytest.raises(ie.SpecError, match=r"field 'parameters \(price\)': x2"):
         ie.elasticities(ie.make_setting("Llama 3 8B", str(gpu)), at_speed=100)
+
+
+_LOAD = dict(gpus=1, arrival_rate_per_s=2, requests=30)
+
+
+def test_a_load_reads_prompt_and_output_tokens_as_its_lengths_as_the_command_line_does():
+    by_request = ie.simulate_load(
+        "Llama 3.1 8B", "H100", prompt_tokens=3000, output_tokens=20, **_LOAD
+    )
+    by_lengths = ie.simulate_load(
+        "Llama 3.1 8B", "H100", input_lengths="3000", output_lengths="20", **_LOAD
+    )
+    assert by_request.p99 == by_lengths.p99
+    assert "prompts 3000 tokens; outputs 20 tokens" in by_request.traffic
+
+
+@pytest.mark.parametrize(
+    ("given", "field", "beside"),
+    [
+        ({"prompt_tokens": 5000, "input_lengths": "1000"}, "prompt_tokens", "input_lengths"),
+        ({"output_tokens": 999, "output_lengths": "20"}, "output_tokens", "output_lengths"),
+        ({"prompt_tokens": 5000, "trace": "requests.csv"}, "prompt_tokens", "trace"),
+    ],
+)
+def test_every_load_function_refuses_a_request_length_beside_the_loads_own(given, field, beside):
+    lengths = {"input_lengths": "200", "output_lengths": "20"} | given
+    if "trace" in given:
+        lengths = given
+    calls = [
+        lambda: ie.simulate_load("Llama 3.1 8B", "H100", **_LOAD, **lengths),
+        lambda: ie.max_load("Llama 3.1 8B", "H100", gpus=1, slo_tpot_p99_s=0.05, **lengths),
+        lambda: ie.capacity("Llama 3.1 8B", "H100", arrival_rate_per_s=2, slo_tpot_p99_s=0.05,
+                            **lengths),
+        lambda: ie.api.export("Llama 3.1 8B", "H100", engine="vllm", plan="capacity",
+                              arrival_rate_per_s=2, slo_tpot_p99_s=0.05, **lengths),
+    ]  # fmt: skip
+    for call in calls:
+        with pytest.raises(ie.SpecError, match=f"field '{field}'.*{beside}.*give one of {field}"):
+            call()
+
+
+def test_a_load_refuses_a_request_length_beside_a_typed_traffic():
+    traffic = ie.make_traffic(2, "200", "20", requests=30)
+    with pytest.raises(ie.SpecError, match="field 'prompt_tokens'.*traffic"):
+        ie.simulate_load("Llama 3.1 8B", "H100", gpus=1, traffic=traffic, prompt_tokens=5000)
+
+
+def test_an_exported_capacity_plan_serves_the_request_lengths_given():
+    plan = ie.api.export(
+        "Llama 3.1 8B", "H100", engine="vllm", plan="capacity", arrival_rate_per_s=2,
+        slo_tpot_p99_s=0.05, requests=100, prompt_tokens=5000, output_tokens=999,
+    )  # fmt: skip
+    assert (plan.load.input_mean, plan.load.output_mean) == (5000.0, 999.0)

@@ -61,7 +61,7 @@ def export(
         The point's (or the disaggregated plan's decode pool's) GPUs and batch, and the
         prefill pool's GPUs.
     prompt_tokens, output_tokens : float, optional
-        The request's tokens in and out (point, frontier, disagg).
+        The request's tokens in and out (point, frontier, disagg; a capacity plan's traffic's).
     pick : {"fastest", "cheapest", "preference"}, optional
         The frontier point exported (or ``speed``).
     speed : float, optional
@@ -86,9 +86,9 @@ def export(
     if settings["assumptions"] == "achievable":  # priced as the version it launches runs
         settings.setdefault("engine", f"{engine}@{launch.engine_names(engine)['version']}")
     _exported_clock(engine, hardware, settings)
-    if plan == "capacity":
-        made = _capacity_export(model, hardware, engine, progress, settings, launch_options)
-        return _clock_noted(made)
+    if plan == "capacity":  # the request's lengths are its traffic's, as under a load
+        settings |= {"prompt_tokens": prompt_tokens, "output_tokens": output_tokens}
+        return _capacity_export(model, hardware, engine, progress, settings, launch_options)
     setting = _request_setting(
         model, hardware, prompt_tokens, output_tokens, launch_options["max_model_len"], settings
     )
@@ -308,17 +308,18 @@ def _check_export(engine: str, plan: str, settings: dict, hardware=None) -> None
 
 
 def _capacity_export(model, hardware, engine: str, progress, settings: dict, options: dict):
-    """The launch of a capacity plan, under the plan's own traffic and scheduler limits."""
+    """The launch of a capacity plan, under the plan's own traffic and scheduler limits (a
+    request's ``prompt_tokens`` and ``output_tokens`` its lengths: ``load_inputs``)."""
     from ..export.capacity_launch import capacity_plan as capacity_launch
     from ..export.capacity_launch import refuse_past_window
     from ..export.refusals import capacity_speculation
     from .load import capacity
-    from .load_setup import load_inputs, settings_per_gpu
+    from .load_setup import REQUEST_LENGTHS, load_inputs, settings_per_gpu
 
     for flag in ("draft", "draft_heads"):  # refused before the plan's search
         if settings.get(flag) is not None:
             raise capacity_speculation(flag)
-    load = {k: v for k, v in settings.items() if k in table.names(table.LOAD)}
+    load = {k: v for k, v in settings.items() if k in (*table.names(table.LOAD), *REQUEST_LENGTHS)}
     inputs = load_inputs(load, settings.get("traffic"), None, settings.get("config"), sized=True)
     # requests past the model's window are refused before the plan's search, not after it
     typed = [settings.get(k) for k in ("traffic", "targets", "config")]
@@ -327,7 +328,9 @@ def _capacity_export(model, hardware, engine: str, progress, settings: dict, opt
     problem = load_inputs(flat, *typed, sized=True).problem
     refuse_past_window(inputs.traffic, settings_per_gpu(model, hardware, problem)[0])
     capacity_plan = capacity(model, hardware, progress=progress, **settings)
-    return capacity_launch(capacity_plan, engine, inputs.traffic, inputs.config, **options)
+    return _clock_noted(
+        capacity_launch(capacity_plan, engine, inputs.traffic, inputs.config, **options)
+    )
 
 
 def _frontier_pick(

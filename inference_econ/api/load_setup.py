@@ -80,7 +80,8 @@ def load_inputs(
     ----------
     settings : mapping
         Keyword settings: those of what is served (``make_setting``'s) and the flat load
-        settings (``arrival_rate_per_s``, ``slo_ttft_p99_s``, ``max_batch_requests``, ...).
+        settings (``arrival_rate_per_s``, ``slo_ttft_p99_s``, ``max_batch_requests``, ...);
+        ``prompt_tokens`` and ``output_tokens`` are the load's lengths (``REQUEST_LENGTHS``).
     traffic, targets, config : Traffic, Targets, EngineConfig, optional
         Typed objects given whole; the flat settings they are built from may not be given too.
     need_rate : bool
@@ -103,7 +104,7 @@ def load_inputs(
             "sizes a capacity plan; this function plans none",
             "drop confidence, or call capacity",
         )
-    problem = dict(settings)
+    problem = _request_lengths(settings, traffic)
     given = {k: problem.pop(k) for k in table.names(table.LOAD) if k in problem}
     _known_problem(problem)
     _given_once(given, traffic=traffic, targets=targets, config=config)
@@ -123,6 +124,43 @@ def load_inputs(
     config = config or _flat_config(v)
     _tier_has_prefixes(config, traffic)
     return LoadInputs(problem, traffic, targets, config, v)
+
+
+#: A request's lengths, as a point gives them, and the load settings they are under a load
+#: (the command line's --prompt-tokens and --output-tokens set both).
+REQUEST_LENGTHS = {"prompt_tokens": "input_lengths", "output_tokens": "output_lengths"}
+
+
+def _request_lengths(settings: Mapping[str, Any], traffic) -> dict[str, Any]:
+    """The settings with ``prompt_tokens`` and ``output_tokens`` as the load's lengths, as on
+    the command line; refused beside the lengths they set (``input_lengths``, a trace, a
+    ``traffic``), which they would silently lose to."""
+    out = dict(settings)
+    for name, lengths in REQUEST_LENGTHS.items():
+        value = out.pop(name, None)
+        if value is None:
+            continue
+        setter = next(
+            (f"{k}={short(out[k])}" for k in (lengths, "trace") if out.get(k) is not None),
+            "traffic" if traffic is not None else None,
+        )
+        if setter is not None:
+            raise SpecError(
+                "argument", name,
+                f"sets the load's {lengths}, and {setter} is given too",
+                f"give one of {name} and {setter.split('=')[0]}",
+            )  # fmt: skip
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = None
+        if isinstance(value, str) and number is None:
+            raise SpecError(
+                "argument", name, f"{short(value)} is a distribution of lengths",
+                f"give it as {lengths}={value!r}, or give one length",
+            )  # fmt: skip
+        out[lengths] = f"{table.option(name).check(value, 'argument', name):g}"
+    return out
 
 
 def _known_problem(problem: Mapping[str, Any]) -> None:

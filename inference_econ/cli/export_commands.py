@@ -184,7 +184,8 @@ def export(model, hardware, engine, plan, out, format, quiet, **values):
     for name, lengths in LENGTHS.items():  # a capacity plan's traffic, or a point's request
         value = kwargs.get(name)
         if plan == "capacity" and value is not None:
-            kwargs[lengths] = kwargs.pop(name) if isinstance(value, str) else f"{value:g}"
+            kwargs.pop(name)
+            kwargs[lengths] = value if isinstance(value, str) else f"{value:g}"
         elif isinstance(value, str):
             flag = typed_name(name)
             raise SpecError(
