@@ -8,6 +8,7 @@ import os
 import re
 from pathlib import Path
 
+import click
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -328,6 +329,30 @@ def test_every_command_with_format_has_out():
         in readme
         and "`calibrate --out` and `import-hf --out` are the engine profile and the model" in readme
     )
+
+
+def test_every_command_that_computes_takes_quiet():
+    """-q is one flag: a command with no progress lines takes it too (point -q had been "No such
+    option"); list, show and import-hf compute nothing and take none."""
+    without = sorted(
+        " ".join(words)
+        for words, cmd in _commands()
+        if not any("-q" in p.opts for p in cmd.params if isinstance(p, click.Option))
+    )
+    assert without == ["import-hf", "list", "show"]
+    code, out, err = invoke(
+        "point", "Llama 3 8B", "-H", "H100-paper", "--gpus", 1, "--batch", 8, "-q"
+    )
+    assert code == 0 and "Llama 3 8B" in out, err
+
+
+def test_calibrate_quiet_prints_no_progress_lines():
+    csv = ROOT / "examples" / "measured-rows.csv"
+    _, _, err = invoke("calibrate", csv, "--no-holdout")
+    code, out, quiet = invoke("calibrate", csv, "--no-holdout", "-q")
+    assert code == 0 and "hbm_efficiency" in out, quiet
+    assert re.search(r"^\[ *[0-9.]+s\] ", err, re.M)
+    assert not re.search(r"^\[ *[0-9.]+s\] ", quiet, re.M)
 
 
 def _names(cmd) -> set[str]:

@@ -667,7 +667,16 @@ def table_output(fn):
     return format_option(out_option(fn))
 
 
-quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
+def _quiet(expose: bool):
+    return click.option(
+        "--quiet", "-q", is_flag=True, expose_value=expose, help="No progress lines on stderr."
+    )
+
+
+quiet_option = _quiet(True)
+#: The same flag on a command that prints no progress lines: taken, so that -q is one flag of
+#: every command that computes, with nothing to silence.
+quiet_accepted = _quiet(False)
 
 
 def make_setting(model, hardware, **values):

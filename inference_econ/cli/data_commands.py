@@ -238,8 +238,11 @@ def _status_line(table) -> str:
     help="Write the calibrated engine profile YAML here.",
 )
 @format_option
+@quiet_option
 @handle_errors
-def calibrate(csv, engine, split, no_holdout, hardware, gpus, precision, model, name, out, format):
+def calibrate(
+    csv, engine, split, no_holdout, hardware, gpus, precision, model, name, out, format, quiet
+):
     """Fit the achievable preset's efficiency terms (docs/model.md Part F) to measured rows,
     with standard errors and leave-one-source-out errors; write an engine profile that every
     command takes as --engine FILE. Refuses (exit 1) when the rows cannot pin the terms.
@@ -248,7 +251,6 @@ def calibrate(csv, engine, split, no_holdout, hardware, gpus, precision, model, 
     Example:  inference-econ calibrate examples/measured-rows.csv -o my-engine.yaml
     """
     import json
-    import time
 
     import pandas as pd
 
@@ -256,11 +258,7 @@ def calibrate(csv, engine, split, no_holdout, hardware, gpus, precision, model, 
     from ..api import calibrated_yaml, display_path
     from ..output.render import render
 
-    start = time.perf_counter()
-
-    def progress(message):
-        click.echo(f"[{time.perf_counter() - start:5.1f}s] {message}", err=True)
-
+    progress = Progress(quiet)
     # rows naming no engine are the given --engine's; without one, left out (the default
     # profile's fit is TensorRT-LLM's rows')
     given = click.get_current_context().get_parameter_source("engine")

@@ -17,6 +17,7 @@ from .common import (
     make_setting,
     option,
     options,
+    quiet_accepted,
     quiet_option,
     renamed_flags,
     setting_options,
@@ -74,6 +75,7 @@ def layout_meta(meta: dict, discrete: bool) -> dict:
 @options("gpus", "batch")
 @discrete_option
 @table_output
+@quiet_accepted
 @handle_errors
 def point(model, hardware, gpus, batch, discrete, format, **values):
     """One configuration: latency, tokens/s per request, $/Mtok, MFU, layout and breakdown.

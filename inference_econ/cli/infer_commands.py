@@ -17,6 +17,7 @@ from .common import (
     option,
     options,
     out_option,
+    quiet_accepted,
 )
 
 
@@ -228,6 +229,7 @@ def infer():
 )
 @format_option
 @out_option
+@quiet_accepted
 @handle_errors
 def feasibility(observations, provider, model, figure, format, out, **values):
     """Which settings put an offer on or inside its model's frontier, and by how much it is
@@ -302,6 +304,7 @@ def _feasibility_figure(path, chosen, kwargs) -> None:
 @variant_options
 @format_option
 @out_option
+@quiet_accepted
 @handle_errors
 def margin(observations, provider, model, format, out, **values):
     """The provider's price against our cost at its speed: the markup over GPU rental in every
@@ -330,6 +333,7 @@ def margin(observations, provider, model, format, out, **values):
 @options("log_speed_sd")
 @format_option
 @out_option
+@quiet_accepted
 @handle_errors
 def preference(observations, provider, model, hardware, format, out, **values):
     """Fit the exponent k of speed^k/price that puts every offer at its model's optimum, with
@@ -372,6 +376,7 @@ def preference(observations, provider, model, hardware, format, out, **values):
 @options("family", "experts", "active_experts", "depth_exponent", "markup")
 @format_option
 @out_option
+@quiet_accepted
 @handle_errors
 def size(observations, provider, model, format, out, **values):
     """The total and active parameter counts of an architecture family that put an offer (a

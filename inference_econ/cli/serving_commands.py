@@ -13,6 +13,7 @@ from .common import (
     option,
     options,
     prefill_setting_options,
+    quiet_accepted,
     request_setting_options,
     table_output,
 )
@@ -29,6 +30,7 @@ from .stated import stated, stated_table
 @options("cached_fraction", "chunk_tokens")
 @discrete_option
 @table_output
+@quiet_accepted
 @handle_errors
 def prefill(
     model,
@@ -106,6 +108,7 @@ def request_options(fn):
 @options("cached_fraction")
 @discrete_option
 @table_output
+@quiet_accepted
 @handle_errors
 def request(
     model,
@@ -156,6 +159,7 @@ def request(
 @hardware_option
 @options("contexts", "weight_bits", "assumptions", "engine")
 @table_output
+@quiet_accepted
 @handle_errors
 def prices(model, hardware, contexts, format, **values):
     """What output tokens cost relative to input tokens, by context length (paper §4.3).
@@ -202,6 +206,7 @@ def prices(model, hardware, contexts, format, **values):
     "clock",
 )
 @table_output
+@quiet_accepted
 @handle_errors
 def context_parallel(
     model, hardware, prompt_lengths, devices, device_gpus, link_gb_per_s, format, **values
@@ -249,6 +254,7 @@ def context_parallel(
 @options("prefill_gpus")
 @discrete_option
 @table_output
+@quiet_accepted
 @handle_errors
 def disagg(
     model,
