@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import warnings
 from pathlib import Path
 
 import pytest
@@ -214,20 +215,21 @@ SGLANG_SWEEP = [
 
 
 def test_calibration_counts_only_the_rows_the_model_predicts(tmp_path):
-    """The end-to-end latencies of a result (mean and p99 e2el: out of scope in
-    compare-measured) are left out of a calibration with a warning naming their lines, and the
-    profile counts the 20 rows it predicts (it had said "28 end-to-end rows with status ok"
-    beside compare-measured's 20 ok and 8 out of scope)."""
+    """A calibration counts the rows compare-measured predicts: a closed loop's end-to-end
+    latencies (mean and p99 e2el) among them, which its replay times request by request (they
+    had been out of scope, left out of the calibration with a warning naming their lines)."""
     path = _lines(tmp_path, SGLANG_SWEEP, "sweep.jsonl")
-    with pytest.warns(UserWarning, match=r"8 rows not used \(lines 7-8, 14-15, 21-22, 28-29\): "
-                      "figures the model does not predict"):  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", ".*rows not used")
         fit = ie.calibrate(path, "sglang", holdout=False, stated=STATED_H200)
-    assert fit.rows == 20
-    assert set(fit.predictions["quantity"]) == {"throughput", "tpot", "itl", "ttft", "ttft_p99"}
-    assert fit.fit_summary()["data"] == f"{path}: 20 end-to-end rows with status ok, 1 source"
+    assert fit.rows == 28
+    assert set(fit.predictions["quantity"]) == {
+        "throughput", "tpot", "itl", "ttft", "ttft_p99", "e2e_latency", "e2e_latency_p99"
+    }  # fmt: skip
+    assert fit.fit_summary()["data"] == f"{path}: 28 end-to-end rows with status ok, 1 source"
     compared = CliRunner().invoke(main, ["compare-measured", str(path), "-H", "H200", "--gpus",
         "8", "--precision", "FP8", "--model", "Llama 3.3 70B", "--assumptions", "achievable"])  # fmt: skip
-    assert compared.output.startswith("28 rows: 20 ok (read and predicted), 8 out of scope")
+    assert compared.output.startswith("28 rows: 28 ok (read and predicted)")
 
 
 def test_calibrated_profile_records_the_command_that_fits_it_again(tmp_path, monkeypatch):

@@ -546,7 +546,7 @@ def test_vllm_bench_files_read_as_measured_rows():
     c = float(tool_frame(RESULTS / "vllm-bench-rate.json").batch_or_concurrency.iloc[0])
     assert c == pytest.approx(little, rel=1e-3)
     rows = load_measured(RESULTS / "vllm-bench-sweep.json")
-    assert len(rows) == 42 and all(r.ok for r in rows if r.metric_text not in E2E)
+    assert len(rows) == 42 and all(r.ok for r in rows)
     assert sorted({r.concurrency for r in rows}) == [1, 2, 4, 8, 16, 32]
 
 
@@ -582,9 +582,8 @@ def test_compare_measured_reads_a_result_file():
 
     out = compare(RESULTS / "aiperf-rate" / "profile_export_aiperf.json", "achievable")
     t = out.table
-    ok = t.status == "ok"  # the end-to-end latencies are out of scope, with the model's reason
-    assert list(t.status[ok].index) == [0, 1, 2, 3] and (t.predicted[ok] > 0).all()
-    assert all(s.startswith("out of scope: the model does not predict") for s in t.status[~ok])
+    # the end-to-end latencies too: the closed loop's replay times each request's
+    assert list(t.status) == ["ok"] * 6 and (t.predicted > 0).all()
 
 
 def test_a_json_that_is_no_tools_result_is_left_to_the_csv_reader(tmp_path):
@@ -674,11 +673,6 @@ def test_point_and_disagg_exports_give_every_expected_figure_its_interval(plans)
         )
 
 
-#: A closed loop's end-to-end latencies, which a result lists, out of scope with this reason.
-E2E = ["mean_e2el", "p99_e2el"]
-OUT_OF_SCOPE = "out of scope: the model does not predict {} in the closed_loop scenario"
-
-
 def measured_as_planned(plan, model_id: str, meta: dict) -> dict:
     """A ``vllm bench serve`` result of the plan's closed loop that measured exactly the plan's
     expected figures (every latency's mean and median at its expected value; no p99, which the
@@ -724,7 +718,7 @@ def test_a_tensorrt_llm_result_is_read_at_the_version_its_export_names(tmp_path)
     path.write_text(json.dumps(measured_as_planned(plan, "deepseek-ai/DeepSeek-R1", meta)))
     t = compare(path, "achievable").table
     assert list(t.metric) == ["throughput", "mean_TPOT", "mean_TTFT", "mean_e2el"]
-    assert list(t.status) == ["ok"] * 3 + [OUT_OF_SCOPE.format("mean_e2el")]
+    assert list(t.status) == ["ok"] * 4
     assert all("version not stated" not in e and "kernel tables" in e for e in t.engine)
     assert (t.predicted / t.measured - 1).abs().max() < 0.01, t[["metric", "measured", "predicted"]]
     engine_clock = api.export("DeepSeek-R1", "H200", clock="engine", **kw)
@@ -759,8 +753,11 @@ def test_a_point_plans_figures_are_what_compare_measured_predicts_of_its_benchma
     path.write_text(json.dumps(run))
     t = compare(path, "achievable", engine="vllm").table
     assert list(t.metric) == ["throughput", "mean_TPOT", "mean_TTFT", "mean_e2el"]
-    assert list(t.status) == ["ok"] * 3 + [OUT_OF_SCOPE.format("mean_e2el")]
+    assert list(t.status) == ["ok"] * 4
     assert (t.predicted / t.measured - 1).abs().max() < 1e-4, t[["metric", "measured", "predicted"]]
+    # its end-to-end latency is the closed loop's, each request's TTFT and decode steps
+    (e2el,) = t.predicted[t.metric == "mean_e2el"]
+    assert e2el == pytest.approx(1e3 * e["e2e_latency_s"], rel=1e-4)
     # a longer loop: the result's 640 completed requests are the ones replayed (the replay drew
     # its own 400 and read TPOT 1.7 % off the plan's, its ramp-down a smaller share of the run)
     plan = api.export(
@@ -799,7 +796,6 @@ def test_a_plan_with_attention_over_part_of_its_tensor_group_is_read_back_as_pla
     path = tmp_path / "sglang-bench.json"
     path.write_text(json.dumps(run))
     t = compare(path, "achievable", engine="sglang").table
-    t = t[~t.metric.isin(E2E)]  # (out of scope in a closed loop)
     assert set(t.layout) == {"TP8 EP8 DP4 attn-DP"} and list(t.status) == ["ok"] * len(t)
     # the same engine model on both sides, the replay running the result's own 640 requests;
     # the result names its KV cache's format, 16-bit here ("FP8" alone had read as an FP8

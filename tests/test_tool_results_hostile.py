@@ -158,7 +158,7 @@ def test_a_metric_the_run_cannot_use_is_its_row_unresolved_not_dropped(tmp_path)
         main, ["compare-measured", str(path), "--assumptions", "achievable", "--engine", "vllm"]
     )
     assert result.exit_code == 0, result.output
-    assert "7 rows: 4 ok (read and predicted), 2 out of scope, 1 unresolved" in result.output
+    assert "7 rows: 6 ok (read and predicted), 1 unresolved" in result.output
     assert "output_throughput is -100" in result.output
     nan = _statuses(_vllm(tmp_path, name="nan.json", mean_tpot_ms=float("nan")))  # NaN in JSON
     assert "mean_tpot_ms is nan (expected a finite number > 0)" in nan["mean_TPOT"]
@@ -239,7 +239,7 @@ def test_a_corrupt_line_of_an_appended_result_is_its_row_and_the_other_runs_go_o
         main, ["compare-measured", str(path), "--assumptions", "achievable", "--engine", "vllm"]
     )
     assert result.exit_code == 0, result.output
-    assert "44 rows: 30 ok (read and predicted), 12 out of scope, 2 unresolved" in result.output
+    assert "44 rows: 42 ok (read and predicted), 2 unresolved" in result.output
     assert "at line 1" not in result.output
 
 

@@ -22,6 +22,7 @@ from ..model.latency import StepModel
 from ..model.mixed_step import EngineLayout, graph_batch, mixed_step_s, mixed_step_work
 from .metric_names import Metric
 from .reading import MeasuredRow
+from .replay import CLOSED_LOOP_QUANTITIES
 
 if TYPE_CHECKING:
     from ..model.assumptions import Assumptions
@@ -484,8 +485,9 @@ LOAD_QUANTITIES = (
 
 
 def ttft_of(row: MeasuredRow) -> bool:
-    """Whether the row measures a time to first token (mean or a percentile)."""
-    return row.metric.quantity in ("ttft", "ttft_p99")
+    """Whether the row measures a time to first token (mean or a percentile), alone or within
+    an end-to-end latency."""
+    return row.metric.quantity in ("ttft", "ttft_p99", *CLOSED_LOOP_QUANTITIES)
 
 
 #: Rates the model gives from a run's output rate and its mean lengths: requests, input
@@ -539,6 +541,7 @@ def predictable(row: MeasuredRow) -> bool:
     return (
         code in STEADY_KINDS
         or (row.scenario in LOADED and row.metric.quantity in LOAD_QUANTITIES)
+        or (row.scenario == "closed_loop" and row.metric.quantity in CLOSED_LOOP_QUANTITIES)
         or offline_latency(row)
     )
 

@@ -39,6 +39,7 @@ from .predicting import (
     tool_limits_text,
 )
 from .reading import SHARED, MeasuredRow
+from .replay import CLOSED_LOOP_QUANTITIES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -55,7 +56,7 @@ def larger_is_better(quantity: str) -> bool:
 
 
 #: Quantities measured in time (the row's unit is ms, s or us).
-TIMES = ("tpot", "tpot_p99", "itl", "ttft", "ttft_p99", "ttft_single")
+TIMES = ("tpot", "tpot_p99", "itl", "ttft", "ttft_p99", "ttft_single", *CLOSED_LOOP_QUANTITIES)
 
 
 # --- predicting a file ------------------------------------------------------------------------
@@ -269,8 +270,9 @@ def _predict_distinct(rows, assumptions, engine, engines):
         ):
             predicted[i] = np.nan  # the decode pool's replay hands each first token over
             status[i] = (
-                "out of scope: the TTFT of a disaggregated row is its prefill pool's, which the "
-                "replay does not run here (its decode GPUs are replayed alone)"
+                "out of scope: the TTFT of a disaggregated row (and so its end-to-end latency) is "
+                "its prefill pool's, which the replay does not run here (its decode GPUs are "
+                "replayed alone)"
             )
         elif (
             row.kind == "end-to-end"

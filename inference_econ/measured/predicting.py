@@ -608,7 +608,7 @@ def _row_pairs(i: int, q: str, per_gpu: float, scenario: str, cases: list) -> di
     for j, case in cases:
         o = rp.replay(case)
         value = o.value(q) / per_gpu
-        if q in ("tpot", "itl", "tpot_p99", "ttft", "ttft_p99") and scenario == "closed_loop":
+        if q in rp.LOOP_TIMES and scenario == "closed_loop":
             score = -o.tpot
         elif q == "user_speed" and scenario == "closed_loop":
             score = 1.0 / o.tpot if o.tpot > 0 else -math.inf

@@ -150,16 +150,28 @@ class LoadCase:
     prompt_pool: int = 0
 
 
+#: Quantities a closed-loop run's replay gives beside a loaded run's own
+#: (``closed_forms.LOAD_QUANTITIES``): each request's time from its send to its last token (its
+#: TTFT and its decode steps), mean and p99 over the run. A Server row's replay is a search for
+#: its most load, not the run the row measured.
+CLOSED_LOOP_QUANTITIES = ("e2e_latency", "e2e_latency_p99")
+#: A closed loop's times (``Outcome.value``): its best layout is the one that decodes fastest.
+LOOP_TIMES = ("tpot", "itl", "tpot_p99", "ttft", "ttft_p99", *CLOSED_LOOP_QUANTITIES)
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What a replayed run measures, for the whole system (all replicas): output tokens/s,
-    mean and p99 TPOT and TTFT (seconds), requests in flight; or why there is none."""
+    mean and p99 TPOT, TTFT and end-to-end latency (seconds), requests in flight; or why there
+    is none."""
 
     throughput: float = math.nan
     tpot: float = math.nan
     tpot_p99: float = math.nan
     ttft: float = math.nan
     ttft_p99: float = math.nan
+    e2e: float = math.nan
+    e2e_p99: float = math.nan
     streams: float = math.nan
     rate_per_s: float = math.nan
     note: str = ""
@@ -179,6 +191,8 @@ class Outcome:
             "tpot_p99": self.tpot_p99,
             "ttft": self.ttft,
             "ttft_p99": self.ttft_p99,
+            "e2e_latency": self.e2e,
+            "e2e_latency_p99": self.e2e_p99,
             "user_speed": 1.0 / self.tpot if self.tpot > 0 else math.nan,
             "streams": self.streams,
         }.get(quantity, math.nan)
@@ -255,6 +269,8 @@ def _scaled(case: LoadCase, result, rate: float = math.nan) -> Outcome:
         tpot_p99=result.tpot_s.p99,
         ttft=result.ttft_s.mean,
         ttft_p99=result.ttft_s.p99,
+        e2e=result.e2e_s.mean,
+        e2e_p99=result.e2e_s.p99,
         streams=r * result.mean_batch,
         rate_per_s=rate,
     )

@@ -375,8 +375,8 @@ def _loop(concurrency, rate, req_per_s, e2e_s) -> tuple[str, str]:
 
 
 #: vLLM's figures the rows are: (metric, key, unit), named as a measured CSV names them. The
-#: end-to-end latencies are listed as the model reads them: out of scope in a closed loop,
-#: with that reason (InferenceX's summaries list theirs alike).
+#: end-to-end latencies are listed as the model reads them: a closed loop's replay predicts
+#: them (InferenceX's summaries list theirs alike).
 VLLM_METRICS = (
     ("throughput", "output_throughput", "tokens/s"),
     ("mean_TPOT", "mean_tpot_ms", "ms"),
