@@ -356,6 +356,16 @@ def test_a_load_refuses_a_request_length_beside_a_typed_traffic():
         ie.simulate_load("Llama 3.1 8B", "H100", gpus=1, traffic=traffic, prompt_tokens=5000)
 
 
+def test_a_load_refuses_a_points_ttft_limit_and_names_its_own_target():
+    """ttft_max_s limits one prompt's first token on a frontier; a load keeps a percentile of
+    its requests' (slo_ttft_p99_s): it had been refused as "given without prompt_tokens" even
+    with prompt_tokens given."""
+    for extra in ({}, {"prompt_tokens": 1000}):
+        lengths = {} if extra else {"input_lengths": "1000"}
+        with pytest.raises(ie.SpecError, match="field 'ttft_max_s'.*slo_ttft_p99_s"):
+            ie.simulate_load("Llama 3.1 8B", "H100", **_LOAD, ttft_max_s=1.0, **extra, **lengths)
+
+
 def test_an_exported_capacity_plan_serves_the_request_lengths_given():
     plan = ie.api.export(
         "Llama 3.1 8B", "H100", engine="vllm", plan="capacity", arrival_rate_per_s=2,

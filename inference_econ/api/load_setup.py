@@ -136,6 +136,13 @@ def _request_lengths(settings: Mapping[str, Any], traffic) -> dict[str, Any]:
     the command line; refused beside the lengths they set (``input_lengths``, a trace, a
     ``traffic``), which they would silently lose to."""
     out = dict(settings)
+    if out.get("ttft_max_s") is not None:  # a point's limit, which no load search reads
+        raise SpecError(
+            "argument", "ttft_max_s",
+            "limits one prompt's time to first token of a frontier or a point; under a load "
+            "the target is a percentile of the requests'",
+            "give slo_ttft_p99_s instead, the 99th percentile the load must keep",
+        )  # fmt: skip
     for name, lengths in REQUEST_LENGTHS.items():
         value = out.pop(name, None)
         if value is None:
