@@ -372,3 +372,14 @@ def test_an_exported_capacity_plan_serves_the_request_lengths_given():
         slo_tpot_p99_s=0.05, requests=100, prompt_tokens=5000, output_tokens=999,
     )  # fmt: skip
     assert (plan.load.input_mean, plan.load.output_mean) == (5000.0, 999.0)
+
+
+def test_export_refuses_a_setting_naming_the_model_to_give():
+    """An export prices its plan at the engine version it launches, so it builds its own
+    setting: a Setting given as the model had failed as "context_tokens given together with a
+    Setting", a setting the caller never gave."""
+    from inference_econ import api
+
+    setting = ie.make_setting("Llama 3.3 70B", "H100", weight_bits=8)
+    with pytest.raises(ie.SpecError, match="field 'model'.*'Llama 3.3 70B'"):
+        api.export(setting, engine="vllm", gpus=8, batch=64, prompt_tokens=2000, output_tokens=500)

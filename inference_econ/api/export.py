@@ -49,8 +49,9 @@ def export(
 
     Parameters
     ----------
-    model : str, Architecture or Setting
-        The model served.
+    model : str or Architecture
+        The model served (not a ``Setting``: the export builds its own, priced as the engine
+        version it launches runs).
     hardware : str, GPU or list of them, optional
         The GPU (a list: the GPUs a capacity plan searches).
     engine : {"vllm", "sglang", "trtllm"}
@@ -78,7 +79,15 @@ def export(
         Everything the export writes (``export.launch.LaunchPlan``).
     """
     from ..export import launch
+    from ..serving.setting import Setting
 
+    if isinstance(model, Setting):
+        raise SpecError(
+            "argument", "model",
+            "is a Setting; an export builds its own, priced at the engine version it launches",
+            f"give the model's name ({short(model.model.name)}), the GPU and the setting's "
+            "options (weight_bits=...) instead",
+        )  # fmt: skip
     _check_export(engine, plan, settings, hardware)
     _plan_arguments(plan, gpus=gpus, batch=batch, prefill_gpus=prefill_gpus, pick=pick, speed=speed)
     launch_options = _launch_options(settings)
