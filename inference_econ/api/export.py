@@ -50,8 +50,7 @@ def export(
     Parameters
     ----------
     model : str or Architecture
-        The model served (not a ``Setting``: the export builds its own, priced as the engine
-        version it launches runs).
+        The model served (not a ``Setting``: an export builds its own).
     hardware : str, GPU or list of them, optional
         The GPU (a list: the GPUs a capacity plan searches).
     engine : {"vllm", "sglang", "trtllm"}
@@ -79,16 +78,8 @@ def export(
         Everything the export writes (``export.launch.LaunchPlan``).
     """
     from ..export import launch
-    from ..serving.setting import Setting
 
-    if isinstance(model, Setting):
-        raise SpecError(
-            "argument", "model",
-            "is a Setting; an export builds its own, priced at the engine version it launches",
-            f"give the model's name ({short(model.model.name)}), the GPU and the setting's "
-            "options (weight_bits=...) instead",
-        )  # fmt: skip
-    _check_export(engine, plan, settings, hardware)
+    _check_export(engine, plan, settings, hardware, model)
     _plan_arguments(plan, gpus=gpus, batch=batch, prefill_gpus=prefill_gpus, pick=pick, speed=speed)
     launch_options = _launch_options(settings)
     settings.setdefault("assumptions", table.default("assumptions", "export"))
@@ -283,10 +274,19 @@ def _check_exported(settings: dict) -> None:
         )
 
 
-def _check_export(engine: str, plan: str, settings: dict, hardware=None) -> None:
+def _check_export(engine: str, plan: str, settings: dict, hardware=None, model=None) -> None:
     """An export names an engine it launches and a plan it starts from, on parts whose
-    platform it writes launches for, and schedules every step."""
+    platform it writes launches for, and schedules every step; it builds its own setting."""
     from ..export.launch import ENGINES
+    from ..serving.setting import Setting
+
+    if isinstance(model, Setting):  # priced at the engine version it launches (its own)
+        raise SpecError(
+            "argument", "model",
+            "is a Setting; an export builds its own, priced at the engine version it launches",
+            f"give the model's name ({short(model.model.name)}), the GPU and the setting's "
+            "options (weight_bits=...) instead",
+        )  # fmt: skip
 
     if engine not in ENGINES:
         from ..errors import did_you_mean
