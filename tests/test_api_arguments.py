@@ -383,3 +383,32 @@ def test_export_refuses_a_setting_naming_the_model_to_give():
     setting = ie.make_setting("Llama 3.3 70B", "H100", weight_bits=8)
     with pytest.raises(ie.SpecError, match="field 'model'.*'Llama 3.3 70B'"):
         api.export(setting, engine="vllm", gpus=8, batch=64, prompt_tokens=2000, output_tokens=500)
+
+
+def test_a_loads_lengths_keep_every_digit_and_refuse_a_fraction():
+    """prompt_tokens and output_tokens become the load's lengths digit for digit (they had
+    been rounded to six significant digits: 1,234,567 read as 1,234,570), and a fraction of a
+    token is refused naming the argument given (it had named input_lengths)."""
+    from inference_econ.api.load_setup import _request_lengths
+
+    lengths = _request_lengths({"prompt_tokens": 1234567, "output_tokens": 1000001}, None)
+    assert lengths == {"input_lengths": "1234567", "output_lengths": "1000001"}
+    with pytest.raises(ie.SpecError, match="field 'prompt_tokens'.*1000.5.*whole number"):
+        _request_lengths({"prompt_tokens": 1000.5}, None)
+
+
+def test_an_export_takes_a_ttft_limit_on_its_frontier_and_refuses_it_on_a_point():
+    """ttft_max_s limits a frontier export's pick on the export's own prompt (it had been
+    refused as given without prompt_tokens, prompt_tokens given); a point export, given its
+    GPUs and batch, refuses it rather than ignore it."""
+    from inference_econ import api
+
+    request = dict(engine="vllm", prompt_tokens=3000, output_tokens=300)
+    plan = api.export("Llama 3.1 8B", "H100", plan="frontier", pick="fastest", ttft_max_s=1.0,
+                      **request)  # fmt: skip
+    assert plan.expected["ttft_s"] <= 1.0
+    with pytest.raises(ie.InfeasibleError, match="within 0.01 s for a 3000-token prompt"):
+        api.export("Llama 3.1 8B", "H100", plan="frontier", pick="fastest", ttft_max_s=0.01,
+                   **request)  # fmt: skip
+    with pytest.raises(ie.SpecError, match="field 'ttft_max_s'.*point export"):
+        api.export("Llama 3.1 8B", "H100", gpus=1, batch=8, ttft_max_s=1.0, **request)

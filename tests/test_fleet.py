@@ -322,6 +322,7 @@ def test_a_model_with_no_deployment_is_named():
         ({"slo_tpot_p99_s": -1}, "models[1].slo_tpot_p99_s", "is -1"),
         ({"rate": 3}, "models[1].rate", "unknown setting"),
         ({"concurrency": 3}, "models[1].concurrency", "does not apply to a fleet plan"),
+        ({"prompt_tokens": 900}, "models[1].prompt_tokens", "lengths as input_lengths"),
         ({"adapters": ["sql"]}, "models[1].adapters", "LoRA adapters are not modelled"),
         ({"model": "Lama 3"}, "models[1].model", "no model named 'Lama 3'"),
     ],

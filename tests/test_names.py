@@ -296,3 +296,15 @@ def test_show_prints_what_a_shipped_derived_spec_inherits():
 def test_a_file_cannot_claim_what_it_inherits():
     with pytest.raises(SpecError, match="unknown field"):
         gpu_from_dict({"derive_from": "H100-SXM", "inherited_fits": []}, "x.yaml")
+
+
+def test_a_profile_file_runs_its_engines_terms_of_a_stated_version(tmp_path):
+    """A calibrated vLLM profile (derive_from: vllm) inherits the 0.14+ async scheduler; a row
+    stating 0.11.0 runs it waiting for its host work, as the catalog's vllm does at that
+    version (the file had hidden it, pricing the rows it was fitted on otherwise)."""
+    from inference_econ.specs.engine import select_engine
+
+    path = tmp_path / "calibrated.yaml"
+    path.write_text("name: my-vllm\nderive_from: vllm\nstep_time_scale: 1.0\n", encoding="utf-8")
+    for version, exposed in ((None, 0.0), ("0.11.0", 1.0), ("0.18.0", 0.0)):
+        assert select_engine(str(path), version).host_overhead_exposed == exposed, version

@@ -200,6 +200,8 @@ def _request_setting(
     from ..export.refusals import longest_request
 
     context = _decode_context(prompt_tokens, output_tokens)
+    if settings.get("ttft_max_s") is not None:  # the limit is on the export's own prompt
+        settings = {"prompt_tokens": prompt_tokens, **settings}
     setting = setting_of(model, hardware, context_tokens=context, **settings)
     longest_request(max_model_len, float(prompt_tokens) + float(output_tokens), setting)
     return setting
@@ -280,6 +282,13 @@ def _check_export(engine: str, plan: str, settings: dict, hardware=None, model=N
     from ..export.launch import ENGINES
     from ..serving.setting import Setting
 
+    if plan in ("point", "disagg") and settings.get("ttft_max_s") is not None:
+        raise SpecError(
+            "argument", "ttft_max_s",
+            f"limits the points a frontier export picks from; a {plan} export is given its "
+            "GPUs and batch",
+            "use plan='frontier' with pick or speed, or drop ttft_max_s",
+        )  # fmt: skip
     if isinstance(model, Setting):  # priced at the engine version it launches (its own)
         raise SpecError(
             "argument", "model",

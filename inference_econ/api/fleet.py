@@ -19,6 +19,7 @@ from .. import settings as table
 from ..errors import SpecError, did_you_mean, short
 from .load_setup import (
     CONFIG_SETTINGS,
+    REQUEST_LENGTHS,
     TARGET_SETTINGS,
     TRAFFIC_SETTINGS,
     checked_yes,
@@ -233,11 +234,14 @@ def _check_settings(values: dict, source: str, prefix: str) -> None:
             table.check({key: value}, [table.PROBLEM, table.LOAD], source, prefix, False)
             continue
         known = key in table.BY_NAME
+        fix = f"drop {key}"
+        if key in REQUEST_LENGTHS:  # one request's length: a fleet's model serves a load
+            fix = f"give the load's lengths as {REQUEST_LENGTHS[key]} instead"
         raise SpecError(
             source, f"{prefix}{key}",
             "does not apply to a fleet plan" if known else "unknown setting",
-            f"drop {key}" if known else (did_you_mean(str(key), _SERVED + _LOAD + _OWN)
-                                         or "see examples/fleet.yaml"),
+            fix if known else (did_you_mean(str(key), _SERVED + _LOAD + _OWN)
+                               or "see examples/fleet.yaml"),
         )  # fmt: skip
 
 

@@ -166,7 +166,13 @@ def _request_lengths(settings: Mapping[str, Any], traffic) -> dict[str, Any]:
                 "argument", name, f"{short(value)} is a distribution of lengths",
                 f"give it as {lengths}={value!r}, or give one length",
             )  # fmt: skip
-        out[lengths] = f"{table.option(name).check(value, 'argument', name):g}"
+        tokens = table.option(name).check(value, "argument", name)
+        if not float(tokens).is_integer():  # a load's lengths are whole tokens
+            raise SpecError(
+                "argument", name, f"is {short(value)}, not a whole number of tokens",
+                f"give {name} as a whole number, or {lengths} as a distribution",
+            )  # fmt: skip
+        out[lengths] = str(int(tokens))
     return out
 
 

@@ -185,7 +185,8 @@ def export(model, hardware, engine, plan, out, format, quiet, **values):
         value = kwargs.get(name)
         if plan == "capacity" and value is not None:
             kwargs.pop(name)
-            kwargs[lengths] = value if isinstance(value, str) else f"{value:g}"
+            whole = not isinstance(value, str) and float(value).is_integer()
+            kwargs[lengths] = str(int(value)) if whole else str(value)  # no rounding
         elif isinstance(value, str):
             flag = typed_name(name)
             raise SpecError(
