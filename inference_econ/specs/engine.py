@@ -776,9 +776,7 @@ def select_engine(engine, version=None, platform=None) -> EngineProfile:
     version = at if at is not None else version
     named = load_engine(text)
     family = [p for p in engine_profiles() if p.family == named.family]
-    if named not in family and at is None:
-        # a file of its own (calibrate's output), not one of the catalog's: the terms its
-        # engine's versions run with (inherited ``version_terms``) apply at a stated version
+    if named not in family and at is None:  # a file of its own (calibrate's): its version_terms
         return engine_terms.at_version(named, parse_version(version))
     if platform is None and named.platform != "any":
         platform = named.platform  # "vllm-rocm@0.18" is a ROCm profile at that version
