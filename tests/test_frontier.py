@@ -314,3 +314,20 @@ def test_no_frontier_point_where_the_weights_exactly_fill_hbm(model, bits):
     for grid_points in (60, 400):
         front = ie.frontier(setting, grid_points=grid_points)
         assert front.points.gpus.min() > first * (1 + 1e-6)
+
+
+def test_a_setting_asked_for_its_columns_and_its_frame_is_searched_once(monkeypatch):
+    """The text table's columns and the DataFrame frontier of one setting come from one search
+    (the frame had searched again)."""
+    from inference_econ.optimise import optimiser
+
+    calls = []
+    search = optimiser._search
+    monkeypatch.setattr(optimiser, "_search", lambda s, m: calls.append(1) or search(s, m))
+    optimiser._columns_cached.cache_clear()
+    optimiser._frontier_cached.cache_clear()
+    setting = ie.make_setting("Llama 3 8B", "H100", weight_bits=8)
+    columns = optimiser.frontier_columns(setting)
+    frame = optimiser.frontier(setting)
+    assert len(calls) == 1
+    assert len(frame.points) == len(columns.to_frontier().points) > 0
