@@ -78,7 +78,9 @@ def simulate_load(
         Record the simulated schedule step by step: the result's ``timeline``
         (``Timeline.to_json()`` is a Perfetto / chrome://tracing file, docs/model.md §E12).
     **settings
-        Settings of what is served and flat load settings (``inference_econ/settings/``).
+        Settings of what is served and flat load settings (``inference_econ/settings/``);
+        ``prompt_tokens`` / ``output_tokens`` are every request's lengths here (the load's
+        ``input_lengths`` / ``output_lengths``, refused beside them, a trace or a traffic).
 
     Returns
     -------
@@ -236,7 +238,9 @@ def max_load(
     yes : bool
         Run work estimated at more than ten minutes.
     **settings
-        Settings of what is served and flat load settings (``inference_econ/settings/``).
+        Settings of what is served and flat load settings (``inference_econ/settings/``);
+        ``prompt_tokens`` / ``output_tokens`` are every request's lengths here (the load's
+        ``input_lengths`` / ``output_lengths``, refused beside them, a trace or a traffic).
 
     Returns
     -------
@@ -308,7 +312,9 @@ def capacity(
     yes : bool
         Run work estimated at more than ten minutes (refused otherwise).
     **settings
-        Settings of what is served and flat load settings (``inference_econ/settings/``).
+        Settings of what is served and flat load settings (``inference_econ/settings/``);
+        ``prompt_tokens`` / ``output_tokens`` are every request's lengths here (the load's
+        ``input_lengths`` / ``output_lengths``, refused beside them, a trace or a traffic).
 
     Returns
     -------
@@ -470,7 +476,9 @@ def demand_plan(
     yes : bool
         Run work estimated at more than ten minutes.
     **settings
-        Settings of what is served and flat load settings (``inference_econ/settings/``).
+        Settings of what is served and flat load settings (``inference_econ/settings/``);
+        ``prompt_tokens`` / ``output_tokens`` are every request's lengths here (the load's
+        ``input_lengths`` / ``output_lengths``, refused beside them, a trace or a traffic).
 
     Returns
     -------
@@ -566,7 +574,9 @@ def load_frontier(
     yes : bool
         Run work estimated at more than ten minutes.
     **settings
-        Settings of what is served and flat load settings (``inference_econ/settings/``).
+        Settings of what is served and flat load settings (``inference_econ/settings/``);
+        ``prompt_tokens`` / ``output_tokens`` are every request's lengths here (the load's
+        ``input_lengths`` / ``output_lengths``, refused beside them, a trace or a traffic).
 
     Returns
     -------
