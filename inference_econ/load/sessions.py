@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..specs.collector import gc_paused
 from .routing import mix64
 
 #: Turns' times (the estimated turn, or without one the median first answer of the run's first
@@ -133,7 +134,15 @@ def _warm(rate, count, turns, think_s, served, prefixes, seed, draw, need) -> tu
 def _rows(groups: list, turns: int, sys_tokens: int, share: float, served: float) -> SessionRows:
     """Every group's sessions as requests (``SessionRows``); with one group of sessions all
     starting at their first turn, in the order the runs before warm starts had (request
-    ``(s, k)`` at row ``s + k · sessions``)."""
+    ``(s, k)`` at row ``s + k · sessions``). The cyclic collector is paused meanwhile: the rows'
+    many small tuples hold no cycles, and its passes over them cost about as much as building
+    them."""
+    with gc_paused():
+        return _built_rows(groups, turns, sys_tokens, share, served)
+
+
+def _built_rows(groups, turns, sys_tokens, share, served) -> SessionRows:
+    """``_rows``, with the collector as the caller left it."""
     arrival, prompt, output, segments, answers = [], [], [], [], []
     follows, think, keys, warm, heads = [], [], [], [], []
     base = 0
@@ -144,29 +153,30 @@ def _rows(groups: list, turns: int, sys_tokens: int, share: float, served: float
         new_l, out_l, hist_l = new.tolist(), out.tolist(), history.tolist()
         times_l, prefix_l, first_l = times.tolist(), prefix.tolist(), first.tolist()
         pauses_l = pauses.tolist()
-        # each session's earlier turns as (message, answer) segments, grown turn by turn: a
-        # turn's prompt is its session's prefix, those segments and its new message
-        past: list[list] = [[] for _ in range(n_sessions)]
+        # each session's prompt so far as segments, grown turn by turn: its prefix, then its
+        # earlier turns' (message, answer); a turn's prompt is that and its new message
+        past = [((("p", int(p)), sys_tokens),) if sys_tokens else () for p in prefix_l]
+        warm_g = g > 0
         for k in range(turns):
             new_k, out_k, hist_k, pause_k = new_l[k], out_l[k], hist_l[k], pauses_l[k]
+            more = k + 1 < turns
             for s in range(n_sessions):
                 sid = base + s
                 message = (("u", sid, k), int(new_k[s]))
-                before = past[s]
-                if k >= first_l[s]:
-                    lead = [(("p", int(prefix_l[s])), sys_tokens)] if sys_tokens else []
-                    head = k == first_l[s]
+                f = first_l[s]
+                if k >= f:
+                    head = k == f
                     arrival.append(float(times_l[s]) if head else math.nan)
                     prompt.append(sys_tokens + int(hist_k[s]))
                     output.append(int(out_k[s]))
-                    segments.append(tuple(lead + before) + (message,))
-                    answers.append(("a", sid, k) if k + 1 < turns else None)
+                    segments.append(past[s] + (message,))
+                    answers.append(("a", sid, k) if more else None)
                     think.append(0.0 if head else float(pause_k[s]))
                     keys.append(sid if turns > 1 else int(prefix_l[s]))
-                    warm.append(g > 0)
+                    warm.append(warm_g)
                     heads.append(head)
                     follows.append((sid, k))
-                before += [message, (("a", sid, k), int(out_k[s]))]
+                past[s] += (message, (("a", sid, k), int(out_k[s])))
         base += n_sessions
     return _ordered(
         arrival, prompt, output, segments, answers, follows, think, keys, warm, heads, share,
