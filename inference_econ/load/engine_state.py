@@ -222,8 +222,12 @@ class EngineState:
         self.cache = None
         self.chain: dict[int, list] = {}
         if inst.config.prefix_caching and req.sharing is not None:
-            pos = self.pos
-            self.cache = PrefixCache(lambda a, b: pos(b) - pos(a), inst.tiers)
+            pos, layers = self.pos, self.layers
+            if self.windowed:
+                span = lambda a, b: pos(b) - pos(a)  # noqa: E731
+            else:  # ``pos`` inline: the same products
+                span = lambda a, b: layers * b - layers * a  # noqa: E731
+            self.cache = PrefixCache(span, inst.tiers)
             if inst.tiers and req.tier_cached is None:
                 req.tier_cached = [[math.nan] * req.n for _ in inst.tiers]
         # data-parallel attention ranks that schedule their own requests (§F9, "Attention DP"):

@@ -157,17 +157,25 @@ class PrefixCache:
         that computed them (a node another request inserted meanwhile is held as a hit)."""
         node = parent or self.root
         out = []
+        positions, children = self.positions, node.children
         for key, tokens in segments:
-            child = node.children.get(key)
+            child = children.get(key) if children else None  # a new node has no children
             if child is None:
                 start = node.start + node.tokens
-                child = Node(key, node, start, int(tokens), self.positions(start, start + tokens))
-                node.children[key] = child
+                child = Node(key, node, start, int(tokens), positions(start, start + tokens))
+                children[key] = child
                 child.pins, child.last = 1, t
-            else:
-                self.pin((child,), t, load=False)  # computed by this request: nothing to load
+            else:  # ``pin``, inline: computed by this request, nothing to load
+                if child.pins:
+                    self.shared += child.positions
+                elif child.level:
+                    self._to_gpu(child, False)
+                else:
+                    self.cached -= child.positions
+                child.pins += 1
+                child.last = t
             out.append(child)
-            node = child
+            node, children = child, child.children
         return out
 
     def release(self, nodes, t: float) -> None:

@@ -552,8 +552,9 @@ def simulate(
     if stop is not None and clients is None and not sessions:
         req.watch = Watch(stop, req.sent, ~req.rejected_mask, req.output_tokens, prefilled)
     engine = _Engine(instance, req, progress, clients, order)
-    warm_caches([engine], arrivals.sharing, lambda i: 0)
-    with gc_paused():  # its per-request lists and tuples make no cycles
+    # its per-request lists and tuples make no cycles; the prefix cache's nodes live to its end
+    with gc_paused():
+        warm_caches([engine], arrivals.sharing, lambda i: 0)
         finished = engine.run()
         rec = record([engine], req, arrivals, stopped=not finished)
         timeline = RECORDING.get()
@@ -586,44 +587,45 @@ def simulate_group(
 
     engines = [_Engine(inst, req, None, on_finish=follow) for inst in instances]
     home = getattr(route, "home", None)
-    warm_caches(engines, arrivals.sharing, home or (lambda i: i % len(engines)))
-    pending += [(float(req.sent[i]), int(i)) for i in np.flatnonzero(np.isfinite(req.sent))]
-    heapq.heapify(pending)
-    active = [False] * len(engines)
-    # the active engines by (time, index): the one furthest behind first, the first of equals
-    # (an engine's time moves only in its own turns, each taken off the heap and put back)
-    behind: list[tuple[float, int]] = []
-    step = max(1, req.n // 10)
-    report = step
-    while True:
-        a = pending[0][0] if pending else np.inf
-        if behind and behind[0][0] < a:
-            k = heapq.heappop(behind)[1]
-            e = engines[k]
-            active[k] = e.iterate(a)
-            if active[k]:
-                heapq.heappush(behind, (e.t, k))
-            if progress is not None and req.done >= report:
-                progress(req.done, req.n)
-                report += step
-            continue
-        if not pending:
-            if not behind:
-                break
-            k = heapq.heappop(behind)[1]
-            e = engines[k]
-            active[k] = e.iterate(np.inf)
-            if active[k]:
-                heapq.heappush(behind, (e.t, k))
-            continue
-        at, i = heapq.heappop(pending)
-        j = route(engines, i, at)
-        engines[j].push(i, at)
-        if not active[j]:
-            engines[j].t = max(engines[j].t, at)
-            active[j] = True
-            heapq.heappush(behind, (engines[j].t, j))
-    rec = record(engines, req, arrivals)
+    with gc_paused():  # as ``simulate``'s run
+        warm_caches(engines, arrivals.sharing, home or (lambda i: i % len(engines)))
+        pending += [(float(req.sent[i]), int(i)) for i in np.flatnonzero(np.isfinite(req.sent))]
+        heapq.heapify(pending)
+        active = [False] * len(engines)
+        # the active engines by (time, index): the one furthest behind first, the first of equals
+        # (an engine's time moves only in its own turns, each taken off the heap and put back)
+        behind: list[tuple[float, int]] = []
+        step = max(1, req.n // 10)
+        report = step
+        while True:
+            a = pending[0][0] if pending else np.inf
+            if behind and behind[0][0] < a:
+                k = heapq.heappop(behind)[1]
+                e = engines[k]
+                active[k] = e.iterate(a)
+                if active[k]:
+                    heapq.heappush(behind, (e.t, k))
+                if progress is not None and req.done >= report:
+                    progress(req.done, req.n)
+                    report += step
+                continue
+            if not pending:
+                if not behind:
+                    break
+                k = heapq.heappop(behind)[1]
+                e = engines[k]
+                active[k] = e.iterate(np.inf)
+                if active[k]:
+                    heapq.heappush(behind, (e.t, k))
+                continue
+            at, i = heapq.heappop(pending)
+            j = route(engines, i, at)
+            engines[j].push(i, at)
+            if not active[j]:
+                engines[j].t = max(engines[j].t, at)
+                active[j] = True
+                heapq.heappush(behind, (engines[j].t, j))
+        rec = record(engines, req, arrivals)
     timeline = RECORDING.get()
     if timeline is not None:
         timeline.add_run(engines, rec)
