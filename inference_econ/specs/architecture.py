@@ -783,6 +783,6 @@ def load_model(name_or_path: str | Path) -> Architecture:
     """Load a model architecture by name, alias (case-insensitive) or path to a YAML file."""
     if isinstance(name_or_path, Architecture):
         return name_or_path
-    path = catalog.find("models", name_or_path).resolve()
+    path = catalog.resolved(catalog.find("models", name_or_path))
     record(path)
     return _load_path(path)

@@ -15,7 +15,7 @@ import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from ..errors import SpecError, UnknownNameError, did_you_mean, display_sources_with, short
@@ -211,9 +211,13 @@ def find(kind: str, name_or_path: str | os.PathLike) -> Path:
             f"give one name as text, e.g. a name from ie.list_specs({kind!r})",
         )
     text = str(name_or_path)
-    candidate = _existing_file(text)
     yaml_name = text.endswith((".yaml", ".yml"))
     looks_like_path = yaml_name or os.sep in text or "/" in text
+    if not looks_like_path:  # a name the catalog holds is its entry, whatever files are here
+        entry = _match(kind, text)
+        if entry is not None:
+            return entry.path
+    candidate = _existing_file(text)
     if looks_like_path and candidate is not None:
         return _given_as(candidate, text)
     entry = _match(kind, text)
@@ -585,6 +589,17 @@ def unread_user_roots() -> tuple[str, ...]:
                 "from it (name the folder above those)"
             )
     return tuple(out)
+
+
+def resolved(path: Path) -> Path:
+    """``path.resolve()``, an absolute path's kept for the process: a search loads the same
+    few spec files thousands of times, each resolve a system call a folder."""
+    return _resolved_absolute(path) if path.is_absolute() else path.resolve()
+
+
+@lru_cache(maxsize=1024)
+def _resolved_absolute(path: Path) -> Path:
+    return path.resolve()
 
 
 #: The files users named by a path (resolved path -> the text they gave), for display_path.

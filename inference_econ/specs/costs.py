@@ -120,6 +120,6 @@ def load_costs(name_or_path=None) -> OwnedCosts:
             f"expected a cost file's name or path, got {short(name_or_path)}",
             "give a name ('owned-2025') or a path, or leave it out for the default",
         )
-    path = catalog.find("costs", name_or_path or DEFAULT_COSTS).resolve()
+    path = catalog.resolved(catalog.find("costs", name_or_path or DEFAULT_COSTS))
     record(path)
     return _load_path(path)

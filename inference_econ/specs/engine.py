@@ -722,7 +722,7 @@ def load_engine(name_or_path: str | Path | EngineProfile) -> EngineProfile:
                 f"write the engine's release after '@', e.g. {text}@1.1",
             )  # fmt: skip
         return select_engine(name_or_path)
-    path = catalog.find("engines", name_or_path).resolve()
+    path = catalog.resolved(catalog.find("engines", name_or_path))
     with catalog.deriving("engines", path):  # a cycle or too long a chain: one line
         return _load_path(path)
 

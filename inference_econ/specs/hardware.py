@@ -786,7 +786,7 @@ def load_hardware(name_or_path: str | Path) -> GPU:
     """Load a GPU spec by name, alias (case-insensitive) or path to a YAML file."""
     if isinstance(name_or_path, GPU):
         return name_or_path
-    path = catalog.find("hardware", name_or_path).resolve()
+    path = catalog.resolved(catalog.find("hardware", name_or_path))
     record(path)
     with catalog.deriving("hardware", path):  # a cycle or too long a chain: one line
         return _load_path(path)
