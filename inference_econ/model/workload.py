@@ -22,13 +22,33 @@ from ..specs.features import ModelClass
 from .assumptions import Assumptions, MatmulReplication, MlaDecode
 from .values import add_into, divide_into, maximum_into, minimum_into, multiply_into
 
+#: ``matmul_activation_bytes_per_token`` of Python floats, by its arguments: a step model asks
+#: for a few dozen of them thousands of times (numpy's scalar operations cost microseconds).
+_SCALAR_BYTES: dict[tuple, object] = {}
+_SCALAR_BYTES_MAX = 4096
+
 
 def matmul_activation_bytes_per_token(m, k, tp, bytes_per_activation, replication="clipped"):
     """HBM activation bytes per token of an ``m x k`` matmul under tensor parallelism ``tp``
     (§A2). 2-D partitioning replicates the inputs t1 times and the outputs tp/t1 times,
     t1 = clip(sqrt(m·tp/k), 1, tp): t1·k + (tp/t1)·m elements, or with
     the paper's earlier ``"unclipped"`` rule t1·k + t2·m, t1 = max(1, √(m/k)·tp),
-    t2 = max(1, √(k/m)·tp) (the ``paper-table-5`` preset)."""
+    t2 = max(1, √(k/m)·tp) (the ``paper-table-5`` preset). Of Python floats, kept (the result
+    is a numpy scalar: never changed in place)."""
+    b = bytes_per_activation
+    if type(m) is float and type(k) is float and type(tp) is float and type(b) is float:
+        key = (m, k, tp, b, replication)
+        found = _SCALAR_BYTES.get(key)
+        if found is None:
+            if len(_SCALAR_BYTES) >= _SCALAR_BYTES_MAX:
+                _SCALAR_BYTES.clear()
+            found = _SCALAR_BYTES[key] = _activation_bytes(m, k, tp, b, replication)
+        return found
+    return _activation_bytes(m, k, tp, bytes_per_activation, replication)
+
+
+def _activation_bytes(m, k, tp, bytes_per_activation, replication):
+    """``matmul_activation_bytes_per_token``, computed."""
     if replication == "unclipped":
         t1 = np.maximum(1.0, np.sqrt(m / k) * tp)
         t2 = np.maximum(1.0, np.sqrt(k / m) * tp)
