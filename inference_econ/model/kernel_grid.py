@@ -98,25 +98,27 @@ class LogGrid:
         return np.exp(base) * growth
 
     def _multilinear(self, logs: np.ndarray) -> np.ndarray:
-        """Log seconds at log sizes inside the grid, multilinear between its values."""
-        lows, fracs = [], []
+        """Log seconds at log sizes inside the grid, multilinear between its values. Each
+        axis's two sides (weights and indices) are computed once for every corner; a corner's
+        weight is their product in axis order (the first factor alone: 1 · x is x)."""
+        n = len(logs)
+        sides = []
         for a, ax in enumerate(self.axes):
             if len(ax) == 1:
-                lows.append(np.zeros(len(logs), dtype=int))
-                fracs.append(np.zeros(len(logs)))
-                continue
-            low = np.clip(np.searchsorted(ax, logs[:, a], side="right") - 1, 0, len(ax) - 2)
-            lows.append(low)
-            fracs.append((logs[:, a] - ax[low]) / (ax[low + 1] - ax[low]))
-        out = np.zeros(len(logs))
+                low, frac = np.zeros(n, dtype=int), np.zeros(n)
+            else:
+                low = np.clip(np.searchsorted(ax, logs[:, a], side="right") - 1, 0, len(ax) - 2)
+                frac = (logs[:, a] - ax[low]) / (ax[low + 1] - ax[low])
+            top = len(ax) - 1
+            sides.append(((1.0 - frac, np.minimum(low, top)), (frac, np.minimum(low + 1, top))))
+        out = np.zeros(n)
         for corner in range(1 << len(self.axes)):
-            weight = np.ones(len(logs))
-            index = []
-            for a, ax in enumerate(self.axes):
-                up = (corner >> a) & 1
-                weight = weight * (fracs[a] if up else 1.0 - fracs[a])
-                index.append(np.minimum(lows[a] + up, len(ax) - 1))
-            out += weight * self.values[tuple(index)]
+            weight, index = None, []
+            for a, side in enumerate(sides):
+                factor, at = side[(corner >> a) & 1]
+                weight = factor if weight is None else weight * factor
+                index.append(at)
+            out += (np.ones(n) if weight is None else weight) * self.values[tuple(index)]
         return out
 
 
