@@ -155,7 +155,7 @@ def _built_rows(groups, turns, sys_tokens, share, served) -> SessionRows:
         pauses_l = pauses.tolist()
         # each session's prompt so far as segments, grown turn by turn: its prefix, then its
         # earlier turns' (message, answer); a turn's prompt is that and its new message
-        past = [((("p", int(p)), sys_tokens),) if sys_tokens else () for p in prefix_l]
+        past: list[tuple] = [((("p", int(p)), sys_tokens),) if sys_tokens else () for p in prefix_l]
         warm_g = g > 0
         for k in range(turns):
             new_k, out_k, hist_k, pause_k = new_l[k], out_l[k], hist_l[k], pauses_l[k]
