@@ -12,6 +12,7 @@ import click
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from conftest import EXAMPLE_WHOLE_RUNS, whole_runs_of
 
 import inference_econ as ie
 from inference_econ import api
@@ -347,9 +348,12 @@ def test_every_command_that_computes_takes_quiet():
 
 
 def test_calibrate_quiet_prints_no_progress_lines():
+    """The shipped rows' whole runs replayed as the --help examples replay them
+    (``whole_runs_of``): what -q silences is the progress lines, whatever the runs' length."""
     csv = ROOT / "examples" / "measured-rows.csv"
-    _, _, err = invoke("calibrate", csv, "--no-holdout")
-    code, out, quiet = invoke("calibrate", csv, "--no-holdout", "-q")
+    with whole_runs_of(EXAMPLE_WHOLE_RUNS):
+        _, _, err = invoke("calibrate", csv, "--no-holdout")
+        code, out, quiet = invoke("calibrate", csv, "--no-holdout", "-q")
     assert code == 0 and "hbm_efficiency" in out, quiet
     assert re.search(r"^\[ *[0-9.]+s\] ", err, re.M)
     assert not re.search(r"^\[ *[0-9.]+s\] ", quiet, re.M)
