@@ -191,7 +191,9 @@ def test_scenario_report_key_points_show_ranges_and_which_rows_are_bounds(tmp_pa
     assert table.loc[2, "tok/s 90 %"] == ""  # an ideal bound has no interval
 
 
-def test_study_manifest_keeps_each_price_basis_of_a_gpu(tmp_path):
+def test_study_manifest_keeps_each_price_basis_of_a_gpu(tmp_path, one_worker_process):
+    """A study of one GPU at two price bases keeps both in its manifest. Its two cells go to
+    the worker processes of the default ``--jobs`` (``one_worker_process``)."""
     study = tmp_path / "bases.yaml"
     study.write_text(
         "title: Two bases\naxes: {price_basis: [paper, owned]}\n"
