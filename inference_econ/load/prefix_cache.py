@@ -165,15 +165,8 @@ class PrefixCache:
                 child = Node(key, node, start, int(tokens), positions(start, start + tokens))
                 children[key] = child
                 child.pins, child.last = 1, t
-            else:  # ``pin``, inline: computed by this request, nothing to load
-                if child.pins:
-                    self.shared += child.positions
-                elif child.level:
-                    self._to_gpu(child, False)
-                else:
-                    self.cached -= child.positions
-                child.pins += 1
-                child.last = t
+            else:
+                self.pin((child,), t, load=False)  # computed by this request: nothing to load
             out.append(child)
             node, children = child, child.children
         return out
