@@ -143,6 +143,20 @@ def test_help_and_bare_command():
     assert "..." not in out.split("Commands:")[1]  # short help that fits
 
 
+def test_every_command_that_writes_to_out_takes_o_for_it():
+    """-o is --out on every command that has --out (export, reproduce, run, study and report
+    had only the long name, so a user's -o was an unknown option there)."""
+    missing = [
+        " ".join(path)
+        for path, command in commands()
+        for option in command.params
+        if "--out" in getattr(option, "opts", ()) and "-o" not in option.opts
+    ]
+    assert missing == []
+    outs = [path for path, command in commands() if any("--out" in p.opts for p in command.params)]
+    assert len(outs) >= 20  # the check reached the commands that write files
+
+
 def test_json_is_an_object_and_descriptions_fit_the_table():
     code, out, _ = invoke("list", "scenarios", "--format", "json")
     full = json.loads(out)

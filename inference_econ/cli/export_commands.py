@@ -141,6 +141,7 @@ PLAN_OPTIONS = {
 )
 @renamed_flags
 @click.option(
+    "-o",
     "--out",
     type=OutputFolder(),
     help="Folder to write launch.sh, the engine's files, benchmark.md and plan.json into.",

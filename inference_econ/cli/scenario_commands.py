@@ -83,6 +83,7 @@ def _target(ctx, param, value):
 )
 @format_option
 @click.option(
+    "-o",
     "--out",
     type=OutputTarget(),
     help="Tables: write to this file. Figures and 'all': the folder (default figures/).",
@@ -222,7 +223,7 @@ def _reproduce_all(
 
 @click.command(short_help="Run a scenario file: its curves, figures and key points.")
 @click.argument("scenario")
-@click.option("--out", type=OutputFolder(), help="Folder for the figures and tables.")
+@click.option("-o", "--out", type=OutputFolder(), help="Folder for the figures and tables.")
 @format_option
 @click.option(
     "--measured",

@@ -25,6 +25,7 @@ from .stated import stated_table
 @click.command(short_help="Run a design space of many frontiers, resumable.")
 @click.argument("file")
 @click.option(
+    "-o",
     "--out",
     type=OutputFolder(),
     help="Folder for the tables, study.json, the summary figure and the cache of finished cells.",
@@ -118,7 +119,9 @@ def study(file, out, jobs, dask, html, recompute, yes, format, quiet):
 
 @click.command(short_help="An interactive, self-contained HTML report.")
 @click.argument("source")
-@click.option("--out", type=OutputFile(("html",)), required=True, help="The HTML file to write.")
+@click.option(
+    "-o", "--out", type=OutputFile(("html",)), required=True, help="The HTML file to write."
+)
 @click.option(
     "--compare",
     help="Study axis whose values are the curves of one view (default: hardware); "
