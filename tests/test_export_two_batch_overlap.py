@@ -213,3 +213,43 @@ def test_a_benchmark_of_an_overlapped_plan_is_read_back_as_planned(tmp_path):
         "8 redundant experts (EPLB) as stated, two-batch overlap as stated" in e for e in t.engine
     )
     assert (t.predicted / t.measured - 1).abs().max() < 1e-4, t[["metric", "measured", "predicted"]]
+
+
+def _deepep_server(gpu: str, batch: int):
+    plan = api.export(
+        "DeepSeek-R1", gpu, engine="sglang", batch=batch, prompt_tokens=1000, output_tokens=1000,
+        gpus=8, deepep=True,
+    )  # fmt: skip
+    return plan, list(server(plan).argv)
+
+
+def test_sglang_deepep_captures_cuda_graphs_up_to_an_attention_ranks_batch():
+    """SGLang 0.5.3 captures each attention rank's CUDA graphs up to its whole
+    --max-running-requests unless --cuda-graph-max-bs says otherwise, and DeepEP's low-latency
+    dispatch takes 128 tokens a GPU: DeepSeek-R1 on 8 B200 at 512 requests (8 attention ranks
+    of one GPU) captures up to the 64 a rank runs, not 512."""
+    plan, argv = _deepep_server("B200", 512)
+    (w,) = plan.workers
+    assert (w.tensor, w.attention_dp, w.expert) == (8, 8, 8)
+    assert argv[argv.index("--max-running-requests") + 1] == "512"
+    assert argv[argv.index("--cuda-graph-max-bs") + 1] == "64"
+    assert record("sglang-0.5.3.json")["flags"]["--cuda-graph-max-bs"]["kind"] == "value"
+
+
+def test_sglang_deepep_beyond_its_low_latency_buffer_is_refused():
+    """2,048 requests over 8 attention ranks of one B200 each: 256 decode tokens a GPU, twice
+    what SGLang 0.5.3's DeepEP low-latency kernels dispatch."""
+    with pytest.raises(SpecError) as e:
+        _deepep_server("B200", 2048)
+    text = str(e.value)
+    assert "each GPU dispatches up to 256 decode tokens" in text
+    assert "take at most 128" in text and "plan a batch of at most 1024" in text
+
+
+def test_sglang_without_deepep_writes_no_cuda_graph_limit():
+    plan = api.export(
+        "DeepSeek-R1", "B200", engine="sglang", batch=512, prompt_tokens=1000,
+        output_tokens=1000, gpus=8,
+    )  # fmt: skip
+    assert plan.workers[0].attention_dp == 8
+    assert "--cuda-graph-max-bs" not in server(plan).argv

@@ -30,8 +30,8 @@ from .nodes import (
     shown,
 )
 from .overlap import sglang_arguments as sglang_overlap
+from .overlap import sglang_graph_arguments, vllm_environment
 from .overlap import vllm_arguments as vllm_overlap
-from .overlap import vllm_environment
 from .refusals import online_quantization
 
 #: The port the front (router, disaggregated server, Dynamo frontend) listens on; workers
@@ -366,6 +366,7 @@ def _sglang(plan: LaunchPlan) -> list[Command]:
             argv += [f["expert"], str(w.expert)]
         argv += sglang_arguments(plan, names)  # EPLB and its redundant experts (eplb.py)
         argv += sglang_overlap(plan, names)  # two-batch overlap over DeepEP (overlap.py)
+        argv += sglang_graph_arguments(plan, w, names)  # its CUDA graphs under DeepEP
         argv += _limits(names, plan, w)
         if plan.speculation:
             kind, draft, tokens = plan.speculation

@@ -46,6 +46,15 @@ SGLANG_SPLITS = frozenset({"DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "Qw
 #: only (sglang/srt/layers/quantization/deep_gemm_wrapper/configurer.py).
 BEFORE_DEEPGEMM = ("Volta", "Ampere", "Turing", "Ada")
 
+#: The tokens SGLang 0.5.3's DeepEP low-latency kernels dispatch from one GPU at most: its
+#: buffer's ``num_max_dispatch_tokens_per_rank``, SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK
+#: unless set (sglang/srt/layers/moe/token_dispatcher/deepep.py); DeepEP asserts a dispatch
+#: holds no more. Decode batches run those kernels (``DeepEPMode.resolve``, deepep_mode auto,
+#: sglang/srt/layers/moe/utils.py), each GPU dispatching its share of its attention rank's
+#: batch (the MoE input scattered over the attention group, ``_compute_mlp_mode``,
+#: sglang/srt/layers/communicator.py).
+SGLANG_LOW_LATENCY_TOKENS = 128
+
 #: vLLM's DeepEP kernels by worker role: low-latency ones for decode steps (a decode worker,
 #: or one serving prompts and decodes together), high-throughput ones for a prefill worker
 #: (under which vLLM turns CUDA graphs off with data parallelism, vllm/platforms/cuda.py).
@@ -82,6 +91,25 @@ def sglang_arguments(plan, names: dict) -> list[str]:
     f = names["flags"]
     tbo = [f["tbo_switch"]] if overlapped(plan) else []
     return [*tbo, f["moe_a2a_backend"], names["moe_a2a_backend"]]
+
+
+def rank_requests(w) -> int:
+    """The requests each of a SGLang worker's attention ranks runs at most: its
+    ``--max-running-requests`` divided by its data-parallel size, rounded down
+    (``TpModelWorker``, sglang/srt/managers/tp_worker.py)."""
+    return int(w.batch) // max(int(w.attention_dp), 1)
+
+
+def sglang_graph_arguments(plan, w, names: dict) -> list[str]:
+    """The CUDA graphs a SGLang worker with attention data parallelism captures under DeepEP:
+    up to the batch one attention rank runs (``--cuda-graph-max-bs``). Left out, SGLang 0.5.3
+    captures each rank's graphs up to its whole ``--max-running-requests`` (its request pool,
+    model_executor/cuda_graph_runner.py) or 512 (server_args.py), whose decode dispatch
+    outgrows DeepEP's low-latency buffer (``SGLANG_LOW_LATENCY_TOKENS``) and fails the
+    capture at start. None for a prefill worker (no graphs) or without DeepEP."""
+    if not over_deepep(plan) or w.role == "prefill" or w.attention_dp <= 1:
+        return []
+    return [names["flags"]["graph_max_batch"], str(rank_requests(w))]
 
 
 def vllm_arguments(plan, names: dict) -> list[str]:
@@ -211,6 +239,8 @@ def _worker_launches(plan, w, version: str, flag: str) -> None:
             fix,
             flag,
         )
+    if plan.engine == "sglang" and w.role != "prefill":
+        _sglang_dispatch(w, version, flag)
     if plan.engine == "vllm" and w.attention_dp <= 1:
         _refuse(
             f"{version} {'splits a step in two' if overlapped(plan) else 'runs its DeepEP kernels'}"
@@ -220,6 +250,25 @@ def _worker_launches(plan, w, version: str, flag: str) -> None:
             + ", or export for sglang",
             flag,
         )
+
+
+def _sglang_dispatch(w, version: str, flag: str) -> None:
+    """Refuse a SGLang worker whose decode batch a GPU dispatches is more than DeepEP's
+    low-latency kernels take (``SGLANG_LOW_LATENCY_TOKENS``): its attention rank's requests
+    (``rank_requests``) over the GPUs of that rank (its tensor degree over its data-parallel
+    size), as it runs them and captures its CUDA graphs (``sglang_graph_arguments``)."""
+    group = max(w.tensor // max(w.attention_dp, 1), 1)
+    tokens = -(-rank_requests(w) // group)
+    if tokens <= SGLANG_LOW_LATENCY_TOKENS:
+        return
+    most = SGLANG_LOW_LATENCY_TOKENS * group * max(w.attention_dp, 1)
+    raise SpecError(
+        "argument", "--batch", f"is {w.batch} on the {w.role} worker (TP{w.tensor}, "
+        f"{w.attention_dp} attention ranks): each GPU dispatches up to {tokens} decode tokens "
+        f"a step, and {version}'s DeepEP low-latency kernels take at most "
+        f"{SGLANG_LOW_LATENCY_TOKENS} (the engine fails when it captures its CUDA graphs)",
+        f"plan a batch of at most {most} on this layout, or drop {flag}",
+    )  # fmt: skip
 
 
 def _note(plan, names: dict, version: str) -> str:
