@@ -856,6 +856,35 @@ def test_experts_are_spread_only_as_the_engine_launches_them():
                 bundle.render(dataclasses.replace(plan, workers=(tp3,)))
 
 
+def test_sglang_keeps_mxfp4_experts_unsplit_off_sm100():
+    """SGLang 0.5.3 runs gpt-oss's MXFP4 experts off SM100 through its Triton kernel only at
+    ep_size 1, and upcasts them to BF16 at any other size (server_args.py's GptOss branch,
+    layers/quantization/mxfp4.py): on 8 H200 the export had launched --ep-size 8, four times
+    the expert weights it planned. It launches them tensor-split there and says so; on B200
+    (FlashInfer's MXFP4 kernel at any EP size) it keeps EP8."""
+    for gpu, want in (("H200", 1), ("B200", 8)):
+        plan = api.export("gpt-oss-120b", gpu, engine="sglang", gpus=8, batch=256,
+                          prompt_tokens=1000, output_tokens=1000)  # fmt: skip
+        (w,) = plan.workers
+        assert w.expert == want, (gpu, w)
+        text = bundle.render(plan)["launch.sh"]
+        assert ("--ep-size 8" in text) is (want == 8), (gpu, text)
+        assert ("upcasts them to BF16" in text) is (want == 1), (gpu, text)
+
+
+def test_sglang_is_launched_to_admit_the_whole_batch_over_its_attention_ranks():
+    """SGLang 0.5.3 gives each attention rank its share of --max-running-requests rounded down
+    (tp_worker.py): DeepSeek-R1 at batch 250 over 4 ranks had been launched with 250, 62 a rank
+    and 248 in all. The cap is the batch rounded up to whole shares, 252 (63 a rank)."""
+    plan = api.export("DeepSeek-R1", "H200", engine="sglang", gpus=8, batch=250,
+                      prompt_tokens=1000, output_tokens=1000)  # fmt: skip
+    (w,) = plan.workers
+    assert w.attention_dp == 4 and w.batch == 252
+    text = bundle.render(plan)["launch.sh"]
+    assert "--dp-size 4" in text and "--max-running-requests 252" in text
+    assert "Batch cap 252 an instance (63 on each of its 4 attention ranks" in text
+
+
 def test_an_export_launches_the_expert_degree_its_point_was_priced_with(tmp_path):
     """Qwen3-235B-A22B on 24 H200 (FP8 weights) at batch 508, 1,000 / 200 tokens: TP12 PP2 with
     six attention ranks, its 128 experts priced EP4 (gcd of 12 and 128) once batches are

@@ -36,9 +36,25 @@ def priced_degree(setting: Setting, t: int) -> int:
 def launched_degree(setting: Setting, t: int, engine: str) -> int:
     """The expert-parallel degree a worker of tensor degree ``t`` launches on ``engine``: the
     priced one where it is 1 or the whole group, or the engine takes part of the group; else 1
-    (the experts tensor-split, as ``launch._tensor_split`` checks they can be)."""
+    (the experts tensor-split, as ``launch._tensor_split`` checks they can be). 1 also where
+    the engine keeps the experts' format only unsplit (``mx_experts_unsplit``)."""
     e = priced_degree(setting, t)
+    if mx_experts_unsplit(setting, engine):
+        return 1
     return e if e in (1, t) or engine in PART_OF_GROUP else 1
+
+
+def mx_experts_unsplit(setting: Setting, engine: str) -> bool:
+    """Whether ``engine`` runs the model's MX-format experts (gpt-oss's MXFP4: a fractional
+    width below 8 bits) as such only at expert-parallel size 1: SGLang 0.5.3 off SM100 takes
+    its Triton MXFP4 kernel only where ``ep_size`` is 1 (server_args.py, the GptOss branch;
+    the kernel asserts it), and at any other size ``process_weights_after_loading`` upcasts
+    the experts to BF16 (layers/quantization/mxfp4.py), four times the weights planned."""
+    from ..model.moe import family_of
+
+    bits = float(setting.precision.weight_bits)
+    mx = setting.model.is_moe and bits < 8 and bits != math.floor(bits)
+    return engine == "sglang" and mx and family_of(setting.gpu) != "blackwell"
 
 
 def trtllm_moe_backend(setting: Setting, names: dict) -> str | None:
@@ -63,6 +79,13 @@ def expert_note(setting: Setting, t: int, launched: int, engine: str, version: s
     if e <= 1 or launched == e:
         return ""
     experts = setting.model.routed_experts
+    if mx_experts_unsplit(setting, engine):
+        return (
+            f"Experts: the model splits {setting.model.name}'s {experts} experts EP{e} over "
+            f"TP{t} once batches are large; {engine} {version} keeps MXFP4 experts on the "
+            f"{setting.gpu.name} only at EP1 (at any other expert-parallel size it upcasts them "
+            f"to BF16): the export launches them tensor-split (EP1) and its figures are EP1's."
+        )
     return (
         f"Experts: the model splits {setting.model.name}'s {experts} experts EP{e} over TP{t} "
         f"(the largest degree dividing both) once batches are large; {engine} {version}'s "

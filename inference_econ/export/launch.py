@@ -516,7 +516,11 @@ def rank_batch(engine: str, batch: int, attention_dp: int) -> int:
     """The requests a worker of ``engine`` is launched to admit for an instance batch of
     ``batch``: each of its ``attention_dp`` attention ranks' share, rounded up, where its cap
     is per rank (``caps_per_rank``), else the batch; CUDA graphs are then captured up to the
-    batch a rank runs, not the instance's."""
+    batch a rank runs, not the instance's. SGLang reads its cap as the instance's and gives
+    each rank its share rounded down (``TpModelWorker``, sglang/srt/managers/tp_worker.py), so
+    its cap is the batch rounded up to a whole share a rank."""
+    if engine == "sglang" and attention_dp > 1:
+        return math.ceil(int(batch) / int(attention_dp)) * int(attention_dp)
     if not caps_per_rank(engine, attention_dp):
         return int(batch)
     return max(1, math.ceil(int(batch) / int(attention_dp)))
@@ -526,6 +530,12 @@ def _rank_batch_note(engine: str, w: Worker, batch: int) -> tuple[str, ...]:
     """The line saying a worker's batch cap is each attention rank's share of the batch."""
     if w.batch == batch:
         return ()
+    if not caps_per_rank(engine, w.attention_dp):  # the instance's cap, shared by its ranks
+        return (
+            f"Batch cap {w.batch} an instance ({w.batch // w.attention_dp} on each of its "
+            f"{w.attention_dp} attention ranks, at least the plan's {batch}): {engine} gives "
+            "each rank its share of the cap rounded down.",
+        )
     return (
         f"Batch cap {w.batch} on each of the {w.attention_dp} attention ranks "
         f"({w.batch * w.attention_dp} an instance, at least the plan's {batch}): {engine} reads "
