@@ -460,3 +460,29 @@ def test_the_autoscale_texts_table_of_targets_prints_counts_with_separators():
     text = render(_counts_as_figures(rows), "table")
     assert "2,447" in text and "1,024" in text and "156,119" in text and " no" in text
     assert "156119" in render(rows, "table")  # (the integers as the table writes them)
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"miss_budget": 7}, "field 'miss_budget': is 7 (expected a number >= 0 and <= 1)"),
+        ({"miss_budget": -0.5}, "field 'miss_budget': is -0.5"),
+        ({"scale_down_window_s": -1}, "field 'scale_down_window_s': is -1 in seconds"),
+        ({"search": []}, "field 'search': is empty"),
+        ({"search": "0.9"}, "field 'search': is '0.9'"),
+        ({"search": [0.9, "x"]}, "field 'search': holds 'x'"),
+    ],
+)
+def test_the_api_refuses_scaling_settings_out_of_range_before_any_search(tmp_path, given, message):
+    # the command line checks --miss-budget and --scale-down-window against the settings
+    # table; the API had taken a budget of 7 (every target "within" it) or a negative window
+    from inference_econ import api
+
+    curve = tmp_path / "day.csv"
+    curve.write_text("hour,requests_per_s\n0,2\n1,6\n", encoding="utf-8")
+    with pytest.raises(SpecError) as err:
+        api.autoscale_plan(
+            "Llama 3 8B", "H100", demand=curve, autoscale="hpa", input_lengths="500",
+            output_lengths="100", slo_ttft_p99_s=1, progress=pytest.fail, **given,
+        )  # fmt: skip
+    assert message in str(err.value)

@@ -5,6 +5,7 @@ its cost beside the hourly plan's."""
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from typing import TYPE_CHECKING
 
 from .. import settings as table
@@ -82,9 +83,10 @@ def autoscale_plan(
     from ..load.demand import load_demand
     from ..optimise.autoscale import autoscale_search
 
-    scaling = {k: settings.pop(k) for k in _SCALING if k in settings}
+    scaling = _scaling(settings)
     policy = scaling.get("autoscale") or "hpa"
     make_policy(policy)  # an unknown policy is refused before any search
+    search = _checked_search(policy, search)
     _no_spot(settings)
     curve = load_demand(demand)
     plan = demand_plan(
@@ -102,6 +104,38 @@ def autoscale_plan(
         seed=inputs.traffic.seed,
         targets=search,
     )
+
+
+def _scaling(settings: dict) -> dict:
+    """The settings of the scaling itself, taken out of ``settings`` and checked against the
+    table (a miss budget in [0, 1], a window of at most a day, ...)."""
+    scaling = {k: settings.pop(k) for k in _SCALING if k in settings}
+    return {k: v for k, v in table.check_each(scaling).items() if v is not None}
+
+
+def _checked_search(policy: str, search):
+    """The targets tried (None: the policy's grid), refused before any search where they are
+    not a non-empty sequence of the policy's shares (``make_policy`` checks each)."""
+    from ..load.autoscaling import make_policy
+
+    if search is None:
+        return None
+    if isinstance(search, (str, bytes)) or not hasattr(search, "__iter__"):
+        raise SpecError(
+            "argument", "search", f"is {search!r}", "give a list of targets, e.g. [0.8, 0.9]"
+        )
+    targets = tuple(search)
+    if not targets:
+        raise SpecError(
+            "argument", "search", "is empty", "give at least one target, or leave search out"
+        )
+    for target in targets:
+        if isinstance(target, bool) or not isinstance(target, numbers.Real):
+            raise SpecError(
+                "argument", "search", f"holds {target!r}", "give numbers, e.g. [0.8, 0.9]"
+            )
+        make_policy(policy, target)
+    return targets
 
 
 def _no_spot(settings: dict) -> None:
