@@ -412,3 +412,51 @@ def test_an_export_takes_a_ttft_limit_on_its_frontier_and_refuses_it_on_a_point(
                    **request)  # fmt: skip
     with pytest.raises(ie.SpecError, match="field 'ttft_max_s'.*point export"):
         api.export("Llama 3.1 8B", "H100", gpus=1, batch=8, ttft_max_s=1.0, **request)
+
+
+@pytest.mark.parametrize(
+    ("call", "given", "message"),
+    [
+        ("simulate_load", {"demand": "day.csv"}, "field 'demand': is read by demand_plan"),
+        ("capacity", {"demand": "day.csv"}, "field 'demand': is read by demand_plan"),
+        ("max_load", {"demand": "day.csv"}, "field 'demand': is read by demand_plan"),
+        ("simulate_load", {"miss_budget": 0.1}, "field 'miss_budget': is given without autoscale"),
+        ("capacity", {"repair_hours": 48}, "field 'repair_hours': is given without failures"),
+        ("capacity", {"spot_interruption_rate": 0.1}, "'spot_interruption_rate': is given without"),
+        ("capacity", {"instances": 3}, "field 'instances': is given without gpus"),
+        ("capacity", {"kv_disk_bandwidth_gb_per_s": 3}, "is given without kv_disk_gb"),
+        ("capacity", {"speculation_max_batch": 8}, "is given without draft or draft_heads"),
+        ("demand_plan", {"startup_s": 30}, "field 'startup_s': is given without autoscale"),
+        ("demand_plan", {"autoscale": "hpa"}, "field 'autoscale': is read by autoscale_plan"),
+    ],
+)
+def test_a_load_function_refuses_a_setting_it_would_ignore(tmp_path, call, given, message):
+    """Settings whose row needs another (docs/errors.md, "Combinations"), a demand curve
+    outside the demand plans and a scaling policy outside autoscale_plan had been dropped
+    without a word: capacity(demand=...) planned the rate given, demand_plan(autoscale=...)
+    the hourly mix."""
+    curve = tmp_path / "day.csv"
+    curve.write_text("hour,requests_per_s\n0,2\n1,6\n", encoding="utf-8")
+    given = {k: (str(curve) if k == "demand" else v) for k, v in given.items()}
+    lengths = {"input_lengths": "200", "output_lengths": "20", "slo_tpot_p99_s": 0.05}
+    kwargs = {
+        "simulate_load": {"gpus": 1, "arrival_rate_per_s": 2, "requests": 30},
+        "capacity": {"arrival_rate_per_s": 2},
+        "max_load": {"gpus": 1},
+        "demand_plan": {"demand": curve},
+    }[call]
+    with pytest.raises(ie.SpecError) as err:
+        getattr(ie, call)(
+            "Llama 3.1 8B", "H100", **kwargs, **lengths, **given, progress=pytest.fail
+        )
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_load_function_takes_a_setting_beside_what_it_needs():
+    # the caller's own arguments count: instances beside gpus, a disk tier beside a host tier
+    result = ie.simulate_load(
+        "Llama 3.1 8B", "H100", gpus=1, instances=2, arrival_rate_per_s=2, requests=30,
+        input_lengths="200", output_lengths="20", shared_prefix_tokens=500, kv_offload_gb=8,
+        kv_disk_gb=50, kv_disk_bandwidth_gb_per_s=3.5, assumptions="refined",
+    )  # fmt: skip
+    assert result.instances == 2 and result.disk_hit_rate == 0.0  # a short run reaches no disk

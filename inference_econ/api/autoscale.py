@@ -155,7 +155,8 @@ def _peak_inputs(settings: dict, peak: float, traffic, targets, config):
     if traffic is not None:
         traffic = dataclasses.replace(traffic, rate_per_s=peak)
     flat = {k: v for k, v in settings.items() if k != "costs"}
-    return load_inputs(_at_demand_peak(flat, peak, traffic is None), traffic, targets, config)
+    flat = _at_demand_peak(flat, peak, traffic is None)
+    return load_inputs(flat, traffic, targets, config, present=("demand",))
 
 
 def _delay(plan, scaling: dict):

@@ -93,7 +93,8 @@ def simulate_load(
     from ..serving.intervals import expected, interval_keys
 
     checked_progress(progress)
-    inputs = load_inputs(settings, traffic, targets, config, closed_loop=True)
+    own = ("gpus",) if prefill_gpus is None else ("gpus", "prefill_gpus")
+    inputs = load_inputs(settings, traffic, targets, config, closed_loop=True, present=own)
     problem, traffic, targets, config, v = inputs
     setting = settings_per_gpu(model, hardware, problem)[0]
     d = given_deployment(
@@ -254,7 +255,9 @@ def max_load(
     curve_points = check_number(
         curve_points, "argument", "curve_points", minimum=0, maximum=100, integer=True
     )  # text that reads as a number is read as it
-    inputs = load_inputs(settings, traffic, targets, config, need_rate=False)
+    own = ("gpus", "arrival_rate_per_s")  # the rate is searched
+    own += () if prefill_gpus is None else ("prefill_gpus",)
+    inputs = load_inputs(settings, traffic, targets, config, need_rate=False, present=own)
     problem, v = inputs.problem, inputs.other
     need_targets(inputs.targets)
     setting = settings_per_gpu(model, hardware, problem)[0]
@@ -498,7 +501,7 @@ def demand_plan(
         traffic = dataclasses.replace(traffic, rate_per_s=curve.peak_per_s)
     costs, pue = settings.pop("costs", None), settings.get("pue")
     checked_progress(progress)
-    inputs = load_inputs(settings, traffic, targets, config)
+    inputs = load_inputs(settings, traffic, targets, config, present=("demand",))
     need_targets(inputs.targets)
     v = inputs.other
     candidates = settings_per_gpu(model, hardware, inputs.problem)
@@ -521,6 +524,14 @@ def _at_demand_peak(settings: dict, peak_per_s: float, flat: bool) -> dict:
             _refuse_demand_rate(name)
     if flat:
         settings["arrival_rate_per_s"] = peak_per_s
+    if settings.get("autoscale") is not None:
+        raise SpecError(
+            "argument",
+            "autoscale",
+            "is read by autoscale_plan (demand_plan plans the hourly mix of reserved and "
+            "bought capacity)",
+            "call ie.autoscale_plan(..., autoscale=...), or drop autoscale",
+        )
     for name in ("failures", "prefill_hardware", "decode_hardware", "router"):
         if settings.get(name) not in (None, False, "random"):
             raise SpecError(

@@ -73,6 +73,7 @@ def load_inputs(
     need_rate: bool = True,
     sized: bool = False,
     closed_loop: bool = False,
+    present: tuple[str, ...] = (),
 ) -> LoadInputs:
     """Flat keyword settings into typed load inputs, each checked against the table of settings.
 
@@ -90,6 +91,9 @@ def load_inputs(
         Whether the caller sizes a capacity plan (takes ``confidence``).
     closed_loop : bool
         Whether one deployment is simulated (takes ``concurrency`` and ``layout``).
+    present : tuple of str
+        Settings the caller takes as arguments of its own (``gpus``, ``demand``), or sets
+        itself (a searched rate), that another setting may need.
 
     Returns
     -------
@@ -110,6 +114,7 @@ def load_inputs(
     _given_once(given, traffic=traffic, targets=targets, config=config)
     v = table.check(given, [table.LOAD])
     _one_deployment_only(v["layout"] is not None, v["concurrency"] is not None, closed_loop)
+    rate = () if traffic is None else ("arrival_rate_per_s",)  # a typed traffic has its own
     if traffic is None:
         traffic = _flat_traffic(v, need_rate, closed_loop)
     else:
@@ -122,6 +127,7 @@ def load_inputs(
     if targets.implausible():
         warn(targets.implausible())
     config = config or _flat_config(v)
+    _combinations(given, problem, (*present, *rate))  # after a missing rate, named as such
     _tier_has_prefixes(config, traffic)
     return LoadInputs(problem, traffic, targets, config, v)
 
@@ -189,6 +195,47 @@ def _known_problem(problem: Mapping[str, Any]) -> None:
                 "unknown setting",
                 hint or "see inference_econ/settings/: what is served and the load",
             )
+
+
+def _combinations(given: Mapping[str, Any], problem: Mapping[str, Any], present) -> None:
+    """Refuse a load setting the function would silently ignore: one given (not at its
+    default) without any setting it needs (the table's ``needs``, as ``make_setting`` checks
+    those of what is served), one given with a setting it excludes, and a demand curve, which
+    only ``demand_plan`` and ``autoscale_plan`` read (as their own argument)."""
+    names = [k for k in table.given_names(given) if not _at_default(k, given[k])]
+    if "demand" in names:
+        raise SpecError(
+            "argument",
+            "demand",
+            "is read by demand_plan and autoscale_plan only (this function plans one load)",
+            "call ie.demand_plan(..., demand=...) or ie.autoscale_plan, or drop demand",
+        )
+    there = {*present, *table.given_names(problem)}
+    for row, could in table.unmet_needs(names, None, there):
+        needed = " or ".join(could)
+        raise SpecError(
+            "argument",
+            row.name,
+            f"is given without {needed}, so it would be ignored",
+            f"give {needed} too, or leave {row.name} out",
+        )
+    for row, other in table.conflicts(names):
+        raise SpecError(
+            "argument",
+            row.name,
+            f"is given with {other}, which sets the same thing",
+            f"give one of {row.name} and {other}",
+        )
+
+
+def _at_default(name: str, value: Any) -> bool:
+    """Whether ``value`` is setting ``name``'s default (the command line passes every option,
+    given or not: a default changes nothing)."""
+    default = table.BY_NAME[name].default
+    try:
+        return default is not None and bool(value == default)
+    except (TypeError, ValueError):
+        return False
 
 
 def _tier_has_prefixes(config, traffic) -> None:
