@@ -147,7 +147,10 @@ def test_a_cap_below_one_instance_says_what_to_raise_it_to(uncapped):
     mw_each = uncapped.option.load_kw_per_instance * uncapped.pue / 1e3
     with pytest.raises(InfeasibleError, match="below one instance") as err:
         uncapped.at_cap(mw_each / 2)
-    assert f"raise --power-cap-mw to at least {mw_each:.4g}" in str(err.value)
+    assert (
+        f"raise the power cap (--power-cap-mw; power_cap_mw in Python) to at least {mw_each:.4g}"
+        in str(err.value)
+    )
     assert "\n" not in str(err.value)
 
 
@@ -568,7 +571,10 @@ def test_a_fleet_under_a_power_cap(shared):
     assert (loose.parts, loose.bins) == (shared.parts, shared.bins)
     with pytest.raises(InfeasibleError, match="no fleet of these models fits a power cap") as err:
         ie.fleet_plan(_fleet("vllm"), sizes=[1], power_cap_mw=shared.facility_mw / 2)
-    assert f"raise --power-cap-mw to {shared.facility_mw:.4g}" in str(err.value)
+    assert (
+        f"raise the power cap (--power-cap-mw; power_cap_mw in Python) to {shared.facility_mw:.4g}"
+        in str(err.value)
+    )
 
 
 def test_the_fleet_figure_shows_the_shared_gpu_beside_the_gpus_alone(shared):

@@ -225,7 +225,8 @@ def fleet_plan(
         raise InfeasibleError(
             f"no fleet of these models fits a power cap of {power_cap_mw:g} MW (each on its "
             f"least-drawing instances, they draw {least:.4g} MW at PUE {pue:g}): raise "
-            f"--power-cap-mw to {least:.4g}, or plan fewer models"
+            f"the power cap (--power-cap-mw; power_cap_mw in Python) to {least:.4g}, or plan fewer "
+            "models"
         )
     alone_bins = tuple(b for p in alone for b in _pack([p]))
     frame = pd.DataFrame(table)

@@ -376,7 +376,7 @@ def _below_one(options, cap_mw: float, pue: float, power_at: str) -> str:
     return (
         f"a power cap of {cap_mw:g} MW is below one instance: the smallest, {least.label()}, "
         f"draws {mw:.4g} MW ({kw:.4g} kW IT at {power_at} x PUE {pue:g}); raise "
-        f"--power-cap-mw to at least {mw:.4g}"
+        f"the power cap (--power-cap-mw; power_cap_mw in Python) to at least {mw:.4g}"
     )
 
 
