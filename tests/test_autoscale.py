@@ -486,3 +486,16 @@ def test_the_api_refuses_scaling_settings_out_of_range_before_any_search(tmp_pat
             output_lengths="100", slo_ttft_p99_s=1, progress=pytest.fail, **given,
         )  # fmt: skip
     assert message in str(err.value)
+
+
+def test_the_planner_says_how_far_its_line_reaches_past_the_rates_it_fits():
+    """The planner's forecast is a line through its last four one-minute rates, extended by the
+    start-up delay: a 3,000 s start-up forecasts 12.5 times the 240 s the line is fitted over,
+    which its description says (a plan that chose it had printed only "3000 s ahead")."""
+    from inference_econ.load.autoscaling import make_policy
+
+    policy = make_policy("planner", 0.2, lead_s=3000.0)
+    assert policy.describe() == (
+        "SLO headroom 0.2 on the load predicted 3000 s ahead by a line through the last 240 s "
+        "of rates (Dynamo planner)"
+    )

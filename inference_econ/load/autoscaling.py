@@ -146,9 +146,12 @@ class SloHeadroom:
         return _ceil(self.predicted(obs) / ((1.0 - self.target) * obs.per_instance))
 
     def describe(self) -> str:
+        """The policy in words, with the span its line is fitted over: a forecast far beyond
+        it (a long start-up) carries the noise of a few intervals' rates that far."""
+        span = self.history * self.interval_s
         return (
-            f"SLO headroom {self.target:g} on the load predicted {self.lead_s:.0f} s ahead "
-            "(Dynamo planner)"
+            f"SLO headroom {self.target:g} on the load predicted {self.lead_s:.0f} s ahead by a "
+            f"line through the last {span:.0f} s of rates (Dynamo planner)"
         )
 
 
