@@ -4,8 +4,7 @@ with that tensor group; else the experts tensor-split (EP1), priced so, and said
 
 from __future__ import annotations
 
-import math
-
+from ..model.machine import is_mx_width
 from ..model.step_calls import whole_expert_degrees
 from ..serving.setting import Setting
 
@@ -52,8 +51,7 @@ def mx_experts_unsplit(setting: Setting, engine: str) -> bool:
     the experts to BF16 (layers/quantization/mxfp4.py), four times the weights planned."""
     from ..model.moe import family_of
 
-    bits = float(setting.precision.weight_bits)
-    mx = setting.model.is_moe and bits < 8 and bits != math.floor(bits)
+    mx = setting.model.is_moe and is_mx_width(float(setting.precision.weight_bits))
     return engine == "sglang" and mx and family_of(setting.gpu) != "blackwell"
 
 
@@ -65,8 +63,7 @@ def trtllm_moe_backend(setting: Setting, names: dict) -> str | None:
     (CUTLASS), for any other format or part."""
     from ..model.moe import family_of
 
-    bits = float(setting.precision.weight_bits)
-    if not setting.model.is_moe or bits >= 8 or bits == math.floor(bits):
+    if not setting.model.is_moe or not is_mx_width(float(setting.precision.weight_bits)):
         return None
     return names.get("mxfp4_moe_backend", {}).get(family_of(setting.gpu))
 

@@ -516,14 +516,14 @@ def rank_batch(engine: str, batch: int, attention_dp: int) -> int:
     """The requests a worker of ``engine`` is launched to admit for an instance batch of
     ``batch``: each of its ``attention_dp`` attention ranks' share, rounded up, where its cap
     is per rank (``caps_per_rank``), else the batch; CUDA graphs are then captured up to the
-    batch a rank runs, not the instance's. SGLang reads its cap as the instance's and gives
-    each rank its share rounded down (``TpModelWorker``, sglang/srt/managers/tp_worker.py), so
-    its cap is the batch rounded up to a whole share a rank."""
-    if engine == "sglang" and attention_dp > 1:
-        return math.ceil(int(batch) / int(attention_dp)) * int(attention_dp)
-    if not caps_per_rank(engine, attention_dp):
-        return int(batch)
-    return max(1, math.ceil(int(batch) / int(attention_dp)))
+    batch a rank runs, not the instance's. An engine reading its cap as the instance's under
+    attention data parallelism (SGLang) gives each rank its share rounded down
+    (``TpModelWorker``, sglang/srt/managers/tp_worker.py): its cap is the batch rounded up to
+    whole shares."""
+    share = max(1, math.ceil(int(batch) / int(attention_dp)))
+    if caps_per_rank(engine, attention_dp):
+        return share
+    return share * int(attention_dp) if attention_dp > 1 else int(batch)
 
 
 def _rank_batch_note(engine: str, w: Worker, batch: int) -> tuple[str, ...]:

@@ -93,13 +93,19 @@ def l2_resident(gpu: GPU, nbytes):
     return (np.asarray(nbytes) <= gpu.l2_cache_bytes) & (gpu.l2_cache_bytes > 0)
 
 
+def is_mx_width(weight_bits: float) -> bool:
+    """Whether a weight width is an MX format's: fractional and below 8 bits, its block scales
+    counted in (MXFP4's 4.25 bits, gpt-oss's release)."""
+    return weight_bits != math.floor(weight_bits) and weight_bits < 8
+
+
 def mx_gemm_bits(gpu: GPU, weight_bits: float, gemm_bits: float) -> float:
     """The format a GEMM of MX-format weights runs at (§B5): a fractional width (MXFP4's 4.25
     bits, with its scales) taking an 8-bit activation operand multiplies MXFP8 x MXFP4 on
     tensor cores with 4-bit operands (Blackwell, CDNA4); a chip without them has no such
     instruction, and the engines dequantise the weights into BF16 GEMMs (TensorRT-LLM's
     TRITON MoE backend on Hopper, its gpt_oss README). Any other format: ``gemm_bits``."""
-    mx = weight_bits != math.floor(weight_bits) and weight_bits < 8 and gemm_bits == 8
+    mx = is_mx_width(weight_bits) and gemm_bits == 8
     if mx and not gpu.peak_flop_per_s(4) > gpu.peak_flop_per_s(8) * (1 + 1e-9):
         return 16.0
     return gemm_bits
@@ -112,7 +118,7 @@ def mx_kv_cache_bits(gpu: GPU, weight_bits: float, kv_bits: float) -> float:
     ``auto`` on Hopper (github.com/NVIDIA/TensorRT-LLM/blob/585c756/docs/source/developer-guide/
     perf-overview.md, its gpt-oss options).
     Any other format, or chip: ``kv_bits``."""
-    mx = weight_bits != math.floor(weight_bits) and weight_bits < 8
+    mx = is_mx_width(weight_bits)
     if mx and kv_bits < 16 and not gpu.peak_flop_per_s(4) > gpu.peak_flop_per_s(8) * (1 + 1e-9):
         return 16.0
     return kv_bits
