@@ -346,9 +346,8 @@ def _capacity_export(model, hardware, engine: str, progress, settings: dict, opt
     problem = load_inputs(flat, *typed, sized=True).problem
     refuse_past_window(inputs.traffic, settings_per_gpu(model, hardware, problem)[0])
     capacity_plan = capacity(model, hardware, progress=progress, **settings)
-    return _clock_noted(
-        capacity_launch(capacity_plan, engine, inputs.traffic, inputs.config, **options)
-    )
+    config = capacity_plan.config or inputs.config  # a searched step budget is launched
+    return _clock_noted(capacity_launch(capacity_plan, engine, inputs.traffic, config, **options))
 
 
 def _frontier_pick(

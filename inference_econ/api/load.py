@@ -325,7 +325,6 @@ def capacity(
         The plan, its candidates and the reasons for the choice.
     """
     from ..load.engine import bound_config
-    from ..load.failures import Failures
     from ..optimise.candidates import sizes_tried
     from ..optimise.confident import confident_plan
     from ..serving.intervals import ideal
@@ -337,9 +336,9 @@ def capacity(
     candidates, pools = _capacity_candidates(model, hardware, inputs.problem, v)
     expected = candidates[0].assumptions.achievable
     _no_confidence_beside_a_bound(candidates[0], settings.get("confidence"))
-    _check_capacity_work(candidates, pools, inputs, sizes, 2 if expected else 1, yes)
-    failures = Failures(v["gpu_mtbf_hours"], v["repair_hours"]) if v["failures"] else None
-    plan = _cheapest(candidates, pools, inputs, sizes, progress, failures)
+    budgets = _budgets_searched(inputs.config, candidates[0], v["search_step_tokens"])
+    _check_capacity_work(candidates, pools, inputs, sizes, (1 + expected) * len(budgets), yes)
+    plan, inputs = _at_budgets(budgets, candidates, pools, inputs, sizes, progress)
     if not expected:
         return plan
     bounds = [ideal(s) for s in candidates]
@@ -355,6 +354,37 @@ def capacity(
     return confident_plan(
         plan, v["confidence"], bound, candidates, inputs.traffic, inputs.config, progress
     )
+
+
+def _budgets_searched(config, setting: Setting, search: bool) -> list:
+    """(label, config) of the step budgets a capacity search plans with: ``config`` alone, or
+    with ``search`` each of ``STEP_TOKEN_SEARCH`` beside the engine's own on ``setting``'s GPU."""
+    from ..load.engine import engine_config
+    from ..optimise.capacity import budget_configs
+
+    if not search:
+        return [("", config)]
+    return budget_configs(config, engine_config(config, setting).step_token_budget)
+
+
+def _at_budgets(budgets, candidates, pools, inputs: LoadInputs, sizes, progress):
+    """(plan, inputs) of the cheapest plan over the step ``budgets`` (``_budgets_searched``):
+    the one budget's, or the cheapest budget's with its limits in the plan and the inputs;
+    sized for failures where the inputs ask (``failures``)."""
+    from ..load.failures import Failures
+    from ..optimise.capacity import cheapest_of_budgets
+
+    v = inputs.other
+    failures = Failures(v["gpu_mtbf_hours"], v["repair_hours"]) if v["failures"] else None
+
+    if len(budgets) == 1:
+        return _cheapest(candidates, pools, inputs, sizes, progress, failures), inputs
+    plan, chosen = cheapest_of_budgets(
+        lambda c: _cheapest(candidates, pools, inputs._replace(config=c), sizes, progress,
+                            failures),
+        budgets, progress,
+    )  # fmt: skip
+    return dataclasses.replace(plan, config=chosen), inputs._replace(config=chosen)
 
 
 def _no_confidence_beside_a_bound(setting: Setting, confidence) -> None:

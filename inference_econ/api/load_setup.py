@@ -88,7 +88,8 @@ def load_inputs(
     need_rate : bool
         Without it (a search sets the rate) a missing rate is a placeholder.
     sized : bool
-        Whether the caller sizes a capacity plan (takes ``confidence``).
+        Whether the caller sizes a capacity plan (takes ``confidence`` and
+        ``search_step_tokens``).
     closed_loop : bool
         Whether one deployment is simulated (takes ``concurrency`` and ``layout``).
     present : tuple of str
@@ -107,6 +108,15 @@ def load_inputs(
             "confidence",
             "sizes a capacity plan; this function plans none",
             "drop confidence, or call capacity",
+        )
+    if not sized and settings.get("search_step_tokens"):
+        raise SpecError(
+            "argument",
+            "search_step_tokens",
+            "is read by the search of a capacity plan only (capacity --rate without"
+            " --power-cap-mw, export --plan"
+            " capacity; ie.capacity, ie.export)",
+            "drop it, or give one budget: --step-tokens (step_token_budget in Python)",
         )
     problem = _request_lengths(settings, traffic)
     given = {k: problem.pop(k) for k in table.names(table.LOAD) if k in problem}

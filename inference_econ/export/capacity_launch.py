@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from ..optimise.capacity import BUDGETS_SEARCHED
 from ..serving.intervals import load_intervals
 from ..serving.setting import Setting
 from .launch import (
@@ -243,6 +244,8 @@ def _capacity_notes(capacity, workers: tuple[Worker, ...], batch: int, ctx: floa
         f"{_per_rank(setting, workers[-1])}.",
     )
     notes += extrapolation_notes(r) + _confident_note(capacity)
+    if capacity.config is not None:  # a searched step budget: each budget's plan, as chosen
+        notes += tuple(n for n in capacity.notes if n.startswith(BUDGETS_SEARCHED))
     if r.offered_rates and load_intervals(r):  # expected figures; the offered load's are bare
         notes += (
             "output_tokens_per_s and the prices per million output tokens are the offered load's (a "

@@ -186,3 +186,63 @@ def cheapest_deployment(
             )
             plan = dataclasses.replace(plan, notes=(*plan.notes, over))
     return plan
+
+
+#: Step budgets a capacity search also plans with (``search_step_tokens``), tokens a step (a
+#: rank's under attention data parallelism): the powers of two across the range trtllm-bench's
+#: own choice spans (2,048 to 32,768, ``measured.bench_limits``) and vLLM V1's defaults take
+#: (2,048 to 8,192), up to 16,384 (a step of more holds a prompt's tokens longer than the
+#: decoding requests' latency targets allow at any rate worth serving).
+STEP_TOKEN_SEARCH = (2048, 4096, 8192, 16384)
+#: How a searched plan's note on its step budgets begins (an export repeats the note).
+BUDGETS_SEARCHED = "Step budgets searched (tokens a step, an attention rank's under attention DP): "
+
+
+def budget_configs(config: EngineConfig, own_budget: int) -> list[tuple[str, EngineConfig]]:
+    """(label, config) of each step budget a searched plan tries: ``config`` as given (its
+    engine's own budget, ``own_budget`` tokens on the first GPU searched), then each budget
+    of ``STEP_TOKEN_SEARCH`` but that one, set as a user's ``--step-tokens`` is."""
+    own = tuple(n for n in config.engine_own if n != "step_token_budget")
+    out = [(f"{own_budget:,} (the engine's own)", config)]
+    for budget in STEP_TOKEN_SEARCH:
+        if budget != own_budget:
+            tried = dataclasses.replace(config, step_token_budget=budget, engine_own=own)
+            out.append((f"{budget:,}", tried))
+    return out
+
+
+def cheapest_of_budgets(
+    plan_with: Callable[[EngineConfig], CapacityPlan],
+    configs: list[tuple[str, EngineConfig]],
+    progress: Callable[[str], None] | None = None,
+) -> tuple[CapacityPlan, EngineConfig]:
+    """(plan, config) of the cheapest of ``plan_with(config)`` over ``configs`` (on a tie, the
+    one holding the most load; then the first, the engine's own), with a note of every budget's plan
+    or why it has none; ``InfeasibleError`` naming each budget's reason where none has one."""
+    plans: list[tuple[str, EngineConfig, CapacityPlan | None, str]] = []
+    for label, config in configs:
+        if progress:
+            progress(f"steps of {label} tokens")
+        try:
+            plans.append((label, config, plan_with(config), ""))
+        except InfeasibleError as exc:
+            plans.append((label, config, None, str(exc)))
+    held = [(label, c, p) for label, c, p, _ in plans if p is not None]
+    if not held:
+        raise InfeasibleError(
+            "at every step budget searched: " + "; ".join(f"{lb}: {why}" for lb, _, _, why in plans)
+        )
+    best = min(held, key=lambda item: (item[2].result.usd_per_hour, -item[2].max_rate_per_s))
+    words = []
+    for label, _, plan, _why in plans:
+        if plan is None:
+            words.append(f"{label}: none holds the targets")
+            continue
+        chosen = " (chosen)" if plan is best[2] else ""
+        words.append(
+            f"{label}: {plan.deployment.describe()} {plan.result.hardware}, "
+            f"${plan.result.usd_per_hour:,.4g} an hour{chosen}"
+        )
+    note = BUDGETS_SEARCHED + "; ".join(words)
+    plan = dataclasses.replace(best[2], notes=(*best[2].notes, note))
+    return plan, best[1]

@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..columns import HOURS_PER_MONTH
 from ..load.deployment import Deployment
+from ..load.engine import EngineConfig
 from ..load.failures import Failures
 from ..load.results import LoadResult
 from ..load.targets import Targets
@@ -38,6 +39,10 @@ class CapacityPlan:
     redundancy: Redundancy | None = None
     confident: Confident | None = None
     bound: CapacityPlan | str | None = None
+    #: The scheduler limits the plan was searched under where a search chose them
+    #: (``search_step_tokens``: its step budget), else None (the caller's); an export
+    #: launches these.
+    config: EngineConfig | None = None
 
     @property
     def layout_note(self) -> str | None:

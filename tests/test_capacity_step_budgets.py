@@ -1,0 +1,76 @@
+"""A capacity plan that searches the engine's step budget: the cheapest of the plans at each
+budget, launched at its budget, and refused where nothing is searched."""
+
+import pytest
+from click.testing import CliRunner
+
+import inference_econ as ie
+from inference_econ import api
+from inference_econ.cli import main
+from inference_econ.errors import SpecError
+from inference_econ.export import bundle
+from inference_econ.optimise.capacity import BUDGETS_SEARCHED, STEP_TOKEN_SEARCH
+
+# Long prompts under a tight TPOT target: a step of 8,192 tokens (TensorRT-LLM's own) holds a
+# whole prompt beside the decoding requests, a step of 2,048 a chunk of one.
+LOAD = dict(
+    engine="trtllm",
+    arrival_rate_per_s=30,
+    prompt_tokens=6000,
+    output_tokens=200,
+    slo_tpot_p99_s=0.04,
+    slo_ttft_p99_s=5,
+    requests=200,
+)
+
+
+@pytest.fixture(scope="module")
+def searched():
+    return ie.capacity("Llama 3.1 8B", "H100", search_step_tokens=True, **LOAD)
+
+
+def test_a_searched_plan_is_the_cheapest_of_the_plans_at_each_budget(searched):
+    own = ie.capacity("Llama 3.1 8B", "H100", **LOAD)
+    each = {b: ie.capacity("Llama 3.1 8B", "H100", step_token_budget=b, **LOAD)
+            for b in STEP_TOKEN_SEARCH}  # fmt: skip
+    assert own.result.engine.step_token_budget == 8192  # TensorRT-LLM's max_num_tokens default
+    cheapest = min(p.result.usd_per_hour for p in each.values())
+    assert searched.result.usd_per_hour == cheapest < own.result.usd_per_hour
+    chosen = searched.config.step_token_budget
+    assert searched.result.engine.step_token_budget == chosen == 2048
+    assert searched.deployment == each[chosen].deployment
+    assert searched.max_rate_per_s == pytest.approx(each[chosen].max_rate_per_s)
+    note = next(n for n in searched.notes if n.startswith(BUDGETS_SEARCHED))
+    for budget, plan in each.items():
+        label = f"{budget:,} (the engine's own)" if budget == 8192 else f"{budget:,}"
+        cost = f"{plan.deployment.describe()} H100-SXM, ${plan.result.usd_per_hour:,.4g} an hour"
+        assert f"{label}: {cost}" in note
+    assert (
+        note.count("(chosen)") == 1 and "2,048: 4 x 2 GPUs H100-SXM, $16.8 an hour (chosen)" in note
+    )
+    # the confident plan is sized at the chosen budget too, never below the expected plan
+    assert searched.confident.usd_per_hour >= searched.result.usd_per_hour
+
+
+def test_the_export_of_a_searched_plan_launches_its_budget():
+    plan = api.export("Llama 3.1 8B", "H100", plan="capacity", search_step_tokens=True, **LOAD)
+    assert {w.token_budget for w in plan.workers} == {2048}
+    assert any(n.startswith(BUDGETS_SEARCHED) and "(chosen)" in n for n in plan.notes)
+    text = bundle.render(plan)["launch.sh"]
+    assert "--max_num_tokens 2048" in text and "--max_num_tokens 8192" not in text
+
+
+def test_a_step_budget_search_is_refused_where_no_capacity_plan_is_searched():
+    with pytest.raises(SpecError, match="search_step_tokens.*capacity plan"):
+        ie.simulate_load("Llama 3.1 8B", "H100", gpus=1, search_step_tokens=True, **LOAD)
+    with pytest.raises(SpecError, match="search_step_tokens.*step_token_budget"):
+        ie.capacity("Llama 3.1 8B", "H100", search_step_tokens=True, step_token_budget=4096,
+                    **LOAD)  # fmt: skip
+    result = CliRunner().invoke(
+        main,
+        ["simulate", "Llama 3.1 8B", "-H", "H100", "--gpus", "1", "--rate", "2",
+         "--prompt-tokens", "500", "--output-tokens", "50", "--search-step-tokens"],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert "--search-step-tokens" in result.output and "--step-tokens" in result.output
