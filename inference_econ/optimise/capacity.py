@@ -191,8 +191,8 @@ def cheapest_deployment(
 #: Step budgets a capacity search also plans with (``search_step_tokens``), tokens a step (a
 #: rank's under attention data parallelism): the powers of two across the range trtllm-bench's
 #: own choice spans (2,048 to 32,768, ``measured.bench_limits``) and vLLM V1's defaults take
-#: (2,048 to 8,192), up to 16,384 (a step of more holds a prompt's tokens longer than the
-#: decoding requests' latency targets allow at any rate worth serving).
+#: (2,048 to 8,192), up to 16,384: each is one more whole search (a larger budget is given
+#: with ``--step-tokens``).
 STEP_TOKEN_SEARCH = (2048, 4096, 8192, 16384)
 #: How a searched plan's note on its step budgets begins (an export repeats the note).
 BUDGETS_SEARCHED = "Step budgets searched (tokens a step, an attention rank's under attention DP): "
@@ -216,8 +216,9 @@ def cheapest_of_budgets(
     configs: list[tuple[str, EngineConfig]],
     progress: Callable[[str], None] | None = None,
 ) -> tuple[CapacityPlan, EngineConfig]:
-    """(plan, config) of the cheapest of ``plan_with(config)`` over ``configs`` (on a tie, the
-    one holding the most load; then the first, the engine's own), with a note of every budget's plan
+    """(plan, config) of the cheapest of ``plan_with(config)`` over ``configs`` (the N+1 plan's
+    price where it is sized for failures; on a tie, the one holding the most load, then the
+    first, the engine's own), with a note of every budget's plan
     or why it has none; ``InfeasibleError`` naming each budget's reason where none has one."""
     plans: list[tuple[str, EngineConfig, CapacityPlan | None, str]] = []
     for label, config in configs:
@@ -232,7 +233,7 @@ def cheapest_of_budgets(
         raise InfeasibleError(
             "at every step budget searched: " + "; ".join(f"{lb}: {why}" for lb, _, _, why in plans)
         )
-    best = min(held, key=lambda item: (item[2].result.usd_per_hour, -item[2].max_rate_per_s))
+    best = min(held, key=lambda item: (_priced(item[2]), -item[2].max_rate_per_s))
     words = []
     for label, _, plan, _why in plans:
         if plan is None:
@@ -241,8 +242,16 @@ def cheapest_of_budgets(
         chosen = " (chosen)" if plan is best[2] else ""
         words.append(
             f"{label}: {plan.deployment.describe()} {plan.result.hardware}, "
-            f"${plan.result.usd_per_hour:,.4g} an hour{chosen}"
+            f"${plan.result.usd_per_hour:,.4g} an hour"
+            + (f" (N+1 ${_priced(plan):,.4g})" if plan.redundancy is not None else "")
+            + chosen
         )
     note = BUDGETS_SEARCHED + "; ".join(words)
     plan = dataclasses.replace(best[2], notes=(*best[2].notes, note))
     return plan, best[1]
+
+
+def _priced(plan: CapacityPlan) -> float:
+    """Dollars an hour a plan is chosen by: its N+1 plan's where it is sized for failures."""
+    red = plan.redundancy
+    return red.result.usd_per_hour if red is not None else plan.result.usd_per_hour
