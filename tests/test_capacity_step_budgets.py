@@ -74,3 +74,18 @@ def test_a_step_budget_search_is_refused_where_no_capacity_plan_is_searched():
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
     assert "--search-step-tokens" in result.output and "--step-tokens" in result.output
+
+
+def test_a_budget_the_engine_takes_on_some_gpus_only_is_searched_on_every_gpu():
+    """vLLM V1 takes 2,048 tokens a step on an A100 and 8,192 on an H100: searched over both,
+    the H100 is planned at 2,048 too (2 x 4 H100 at $16.80 an hour, against 5 x 2 at $21.00 at
+    its own 8,192), and the engine's own budget is labelled by GPU, not as the first GPU's."""
+    load = dict(LOAD, engine="vllm")
+    plan = ie.capacity("Llama 3.1 8B", ["A100", "H100"], sizes=[2, 4], search_step_tokens=True,
+                       **load)  # fmt: skip
+    assert (plan.deployment.describe(), plan.result.hardware) == ("2 x 4 GPUs", "H100-SXM")
+    assert plan.result.usd_per_hour == pytest.approx(16.8)
+    assert plan.config.step_token_budget == plan.result.engine.step_token_budget == 2048
+    note = next(n for n in plan.notes if n.startswith(BUDGETS_SEARCHED))
+    assert "the engine's own (2,048 on A100-SXM-80GB, 8,192 on H100-SXM): 5 x 2 GPUs" in note
+    assert all(f"; {b:,}: " in note for b in STEP_TOKEN_SEARCH)

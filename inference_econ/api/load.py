@@ -336,7 +336,8 @@ def capacity(
     candidates, pools = _capacity_candidates(model, hardware, inputs.problem, v)
     expected = candidates[0].assumptions.achievable
     _no_confidence_beside_a_bound(candidates[0], settings.get("confidence"))
-    budgets = _budgets_searched(inputs.config, candidates[0], v["search_step_tokens"])
+    searched = [*candidates, *(s for pool in pools or () for s in pool)]
+    budgets = _budgets_searched(inputs.config, searched, v["search_step_tokens"])
     _check_capacity_work(candidates, pools, inputs, sizes, (1 + expected) * len(budgets), yes)
     plan, inputs = _at_budgets(budgets, candidates, pools, inputs, sizes, progress)
     if not expected:
@@ -356,15 +357,17 @@ def capacity(
     )
 
 
-def _budgets_searched(config, setting: Setting, search: bool) -> list:
+def _budgets_searched(config, settings: list[Setting], search: bool) -> list:
     """(label, config) of the step budgets a capacity search plans with: ``config`` alone, or
-    with ``search`` each of ``STEP_TOKEN_SEARCH`` beside the engine's own on ``setting``'s GPU."""
+    with ``search`` each of ``STEP_TOKEN_SEARCH`` beside the engine's own on each GPU of
+    ``settings`` (the candidates' and the pools')."""
     from ..load.engine import engine_config
     from ..optimise.capacity import budget_configs
 
     if not search:
         return [("", config)]
-    return budget_configs(config, engine_config(config, setting).step_token_budget)
+    own = {s.gpu.name: engine_config(config, s).step_token_budget for s in settings}
+    return budget_configs(config, own)
 
 
 def _at_budgets(budgets, candidates, pools, inputs: LoadInputs, sizes, progress):

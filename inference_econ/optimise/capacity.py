@@ -198,15 +198,22 @@ STEP_TOKEN_SEARCH = (2048, 4096, 8192, 16384)
 BUDGETS_SEARCHED = "Step budgets searched (tokens a step, an attention rank's under attention DP): "
 
 
-def budget_configs(config: EngineConfig, own_budget: int) -> list[tuple[str, EngineConfig]]:
+def budget_configs(config: EngineConfig, own: dict[str, int]) -> list[tuple[str, EngineConfig]]:
     """(label, config) of each step budget a searched plan tries: ``config`` as given (its
-    engine's own budget, ``own_budget`` tokens on the first GPU searched), then each budget
-    of ``STEP_TOKEN_SEARCH`` but that one, set as a user's ``--step-tokens`` is."""
-    own = tuple(n for n in config.engine_own if n != "step_token_budget")
-    out = [(f"{own_budget:,} (the engine's own)", config)]
+    engine's own budget, ``own[gpu]`` tokens on each GPU searched), then each budget of
+    ``STEP_TOKEN_SEARCH``, set as a user's ``--step-tokens`` is; the one the engine takes for
+    itself on every GPU is left out (it is the first), but not one it takes on some GPUs only
+    (vLLM V1's 2,048 on an A100 and 8,192 on an H100: the H100 is searched at 2,048 too)."""
+    budgets = set(own.values())
+    if len(budgets) == 1:
+        label = f"{next(iter(budgets)):,} (the engine's own)"
+    else:
+        label = "the engine's own (" + ", ".join(f"{b:,} on {g}" for g, b in own.items()) + ")"
+    kept = tuple(n for n in config.engine_own if n != "step_token_budget")
+    out = [(label, config)]
     for budget in STEP_TOKEN_SEARCH:
-        if budget != own_budget:
-            tried = dataclasses.replace(config, step_token_budget=budget, engine_own=own)
+        if budgets != {budget}:
+            tried = dataclasses.replace(config, step_token_budget=budget, engine_own=kept)
             out.append((f"{budget:,}", tried))
     return out
 
