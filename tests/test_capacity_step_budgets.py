@@ -43,10 +43,11 @@ def test_a_searched_plan_is_the_cheapest_of_the_plans_at_each_budget(searched):
     note = next(n for n in searched.notes if n.startswith(BUDGETS_SEARCHED))
     for budget, plan in each.items():
         label = f"{budget:,} (the engine's own)" if budget == 8192 else f"{budget:,}"
-        cost = f"{plan.deployment.describe()} H100-SXM, ${plan.result.usd_per_hour:,.4g} an hour"
+        cost = f"{plan.deployment.describe()} H100-SXM, ${plan.result.usd_per_hour:,.2f} an hour"
         assert f"{label}: {cost}" in note
     assert (
-        note.count("(chosen)") == 1 and "2,048: 4 x 2 GPUs H100-SXM, $16.8 an hour (chosen)" in note
+        note.count("(chosen)") == 1
+        and "2,048: 4 x 2 GPUs H100-SXM, $16.80 an hour (chosen)" in note
     )
     # the confident plan is sized at the chosen budget too, never below the expected plan
     assert searched.confident.usd_per_hour >= searched.result.usd_per_hour
@@ -89,3 +90,16 @@ def test_a_budget_the_engine_takes_on_some_gpus_only_is_searched_on_every_gpu():
     note = next(n for n in plan.notes if n.startswith(BUDGETS_SEARCHED))
     assert "the engine's own (2,048 on A100-SXM-80GB, 8,192 on H100-SXM): 5 x 2 GPUs" in note
     assert all(f"; {b:,}: " in note for b in STEP_TOKEN_SEARCH)
+
+
+def test_the_note_prices_each_budget_in_dollars_and_cents_at_any_size():
+    """The note's prices are written as the plan's other prices are, in dollars and cents: a
+    load of 20,000 req/s costs over $10,000 an hour at three budgets, which had read
+    "$1.24e+04 an hour"."""
+    load = dict(LOAD, arrival_rate_per_s=20000)
+    plan = ie.capacity("Llama 3.1 8B", "H100", sizes=[2], search_step_tokens=True, **load)
+    note = next(n for n in plan.notes if n.startswith(BUDGETS_SEARCHED))
+    assert "e+0" not in note
+    assert "8,192 (the engine's own): 2,952 x 2 GPUs H100-SXM, $12,398.40 an hour;" in note
+    assert "2,048: 2,304 x 2 GPUs H100-SXM, $9,676.80 an hour (chosen)" in note
+    assert plan.result.usd_per_hour == pytest.approx(9676.8)

@@ -249,8 +249,8 @@ def cheapest_of_budgets(
         chosen = " (chosen)" if plan is best[2] else ""
         words.append(
             f"{label}: {plan.deployment.describe()} {plan.result.hardware}, "
-            f"${plan.result.usd_per_hour:,.4g} an hour"
-            + (f" (N+1 ${_priced(plan):,.4g})" if plan.redundancy is not None else "")
+            f"${plan.result.usd_per_hour:,.2f} an hour"
+            + (f" (N+1 ${_priced(plan):,.2f})" if plan.redundancy is not None else "")
             + chosen
         )
     note = BUDGETS_SEARCHED + "; ".join(words)
