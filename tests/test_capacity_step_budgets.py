@@ -103,3 +103,34 @@ def test_the_note_prices_each_budget_in_dollars_and_cents_at_any_size():
     assert "8,192 (the engine's own): 2,952 x 2 GPUs H100-SXM, $12,398.40 an hour;" in note
     assert "2,048: 2,304 x 2 GPUs H100-SXM, $9,676.80 an hour (chosen)" in note
     assert plan.result.usd_per_hour == pytest.approx(9676.8)
+
+
+def test_the_note_states_whose_budget_it_is_under_attention_data_parallelism():
+    """On DeepSeek-R1 laid out DEP8 on 8 H200, a TensorRT-LLM budget is each attention rank's,
+    the instance's eight times it (the run's step_token_budget), and the note gives both; SGLang's
+    --chunked-prefill-size is the instance's, which SGLang shares among its ranks, and the note
+    says so (it had called every engine's budget an attention rank's)."""
+    from inference_econ.load.deployment import fixed_layout
+    from inference_econ.model.mixed_step import EngineLayout
+
+    load = dict(weight_bits=8, arrival_rate_per_s=20.0, input_lengths="1000",
+                output_lengths="1000", slo_ttft_p99_s=5.0, slo_tpot_p99_s=0.1, requests=100,
+                sizes=[8], search_step_tokens=True)  # fmt: skip
+    with fixed_layout(8, EngineLayout(8, 1, 8.0)):
+        trtllm = ie.capacity("DeepSeek-R1", "H200", engine="trtllm", **load)
+        sglang = ie.capacity("DeepSeek-R1", "H200", engine="sglang", **load)
+        export = api.export("DeepSeek-R1", "H200", engine="sglang", plan="capacity", **load)
+    note = next(n for n in trtllm.notes if n.startswith(BUDGETS_SEARCHED))
+    assert note.startswith(BUDGETS_SEARCHED + ", an attention rank's under attention DP): ")
+    assert trtllm.result.metadata()["step_token_budget"] == 8 * 8192
+    assert (
+        "8,192 (the engine's own): 10 x 8 GPUs H200-SXM, $235.20 an hour (chosen; 65,536 " in note
+    )
+    note = next(n for n in sglang.notes if n.startswith(BUDGETS_SEARCHED))
+    assert note.startswith(BUDGETS_SEARCHED + ", an instance's): ")
+    assert "2,048: 9 x 8 GPUs H200-SXM, $211.68 an hour (chosen);" in note
+    assert sglang.result.metadata()["step_token_budget"] == sglang.config.step_token_budget == 2048
+    (w,) = export.workers
+    assert (w.attention_dp, w.token_budget) == (8, 2048)
+    assert "--dp-size 8" in bundle.render(export)["launch.sh"]
+    assert "--chunked-prefill-size 2048" in bundle.render(export)["launch.sh"]

@@ -358,14 +358,14 @@ def capacity(
 
 
 def _budgets_searched(config, settings: list[Setting], search: bool) -> list:
-    """(label, config) of the step budgets a capacity search plans with: ``config`` alone, or
-    with ``search`` each of ``STEP_TOKEN_SEARCH`` beside the engine's own on each GPU of
-    ``settings`` (the candidates' and the pools')."""
+    """(label, config, tokens) of the step budgets a capacity search plans with: ``config``
+    alone, or with ``search`` each of ``STEP_TOKEN_SEARCH`` beside the engine's own on each GPU
+    of ``settings`` (the candidates' and the pools'; ``optimise.capacity.budget_configs``)."""
     from ..load.engine import engine_config
     from ..optimise.capacity import budget_configs
 
     if not search:
-        return [("", config)]
+        return [("", config, None)]
     own = {s.gpu.name: engine_config(config, s).step_token_budget for s in settings}
     return budget_configs(config, own)
 

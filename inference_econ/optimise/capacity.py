@@ -188,74 +188,84 @@ def cheapest_deployment(
     return plan
 
 
-#: Step budgets a capacity search also plans with (``search_step_tokens``), tokens a step (a
-#: rank's under attention data parallelism): the powers of two across the range trtllm-bench's
-#: own choice spans (2,048 to 32,768, ``measured.bench_limits``) and vLLM V1's defaults take
-#: (2,048 to 8,192), up to 16,384: each is one more whole search (a larger budget is given
-#: with ``--step-tokens``).
+#: Step budgets a capacity search also plans with (``search_step_tokens``), tokens a step (an
+#: attention rank's under attention data parallelism where the engine's limits hold per rank,
+#: ``LIMITS_PER_ATTENTION_RANK``; else the instance's, SGLang's ``--chunked-prefill-size``): the
+#: powers of two across the range trtllm-bench's own choice spans (2,048 to 32,768,
+#: ``measured.bench_limits``) and vLLM V1's defaults take (2,048 to 8,192), up to 16,384: each
+#: is one more whole search (a larger budget is given with ``--step-tokens``).
 STEP_TOKEN_SEARCH = (2048, 4096, 8192, 16384)
 #: How a searched plan's note on its step budgets begins (an export repeats the note).
-BUDGETS_SEARCHED = "Step budgets searched (tokens a step, an attention rank's under attention DP): "
+BUDGETS_SEARCHED = "Step budgets searched (tokens a step"
+#: (label, config, tokens a step: None where the engine's own differs by GPU) of a budget tried.
+Budget = tuple[str, EngineConfig, int | None]
 
 
-def budget_configs(config: EngineConfig, own: dict[str, int]) -> list[tuple[str, EngineConfig]]:
-    """(label, config) of each step budget a searched plan tries: ``config`` as given (its
-    engine's own budget, ``own[gpu]`` tokens on each GPU searched), then each budget of
+def budget_configs(config: EngineConfig, own: dict[str, int]) -> list[Budget]:
+    """(label, config, tokens) of each step budget a searched plan tries: ``config`` as given
+    (its engine's own budget, ``own[gpu]`` tokens on each GPU searched), then each budget of
     ``STEP_TOKEN_SEARCH``, set as a user's ``--step-tokens`` is; the one the engine takes for
     itself on every GPU is left out (it is the first), but not one it takes on some GPUs only
     (vLLM V1's 2,048 on an A100 and 8,192 on an H100: the H100 is searched at 2,048 too)."""
     budgets = set(own.values())
-    if len(budgets) == 1:
-        label = f"{next(iter(budgets)):,} (the engine's own)"
+    mine = next(iter(budgets)) if len(budgets) == 1 else None
+    if mine is not None:
+        label = f"{mine:,} (the engine's own)"
     else:
         label = "the engine's own (" + ", ".join(f"{b:,} on {g}" for g, b in own.items()) + ")"
     kept = tuple(n for n in config.engine_own if n != "step_token_budget")
-    out = [(label, config)]
+    out: list[Budget] = [(label, config, mine)]
     for budget in STEP_TOKEN_SEARCH:
-        if budgets != {budget}:
+        if budget != mine:
             tried = dataclasses.replace(config, step_token_budget=budget, engine_own=kept)
-            out.append((f"{budget:,}", tried))
+            out.append((f"{budget:,}", tried, budget))
     return out
 
 
 def cheapest_of_budgets(
     plan_with: Callable[[EngineConfig], CapacityPlan],
-    configs: list[tuple[str, EngineConfig]],
+    configs: list[Budget],
     progress: Callable[[str], None] | None = None,
 ) -> tuple[CapacityPlan, EngineConfig]:
     """(plan, config) of the cheapest of ``plan_with(config)`` over ``configs`` (the N+1 plan's
     price where it is sized for failures; on a tie, the one holding the most load, then the
-    first, the engine's own), with a note of every budget's plan
-    or why it has none; ``InfeasibleError`` naming each budget's reason where none has one."""
-    plans: list[tuple[str, EngineConfig, CapacityPlan | None, str]] = []
-    for label, config in configs:
+    first, the engine's own), with a note of every budget's
+    plan or why it has none, and the chosen plan's budget over its instance where its attention
+    ranks hold one each (the run's ``step_token_budget``); ``InfeasibleError`` naming each
+    budget's reason where none has one."""
+    plans: list[tuple[str, EngineConfig, int | None, CapacityPlan | None, str]] = []
+    for label, config, tokens in configs:
         if progress:
             progress(f"steps of {label} tokens")
         try:
-            plans.append((label, config, plan_with(config), ""))
+            plans.append((label, config, tokens, plan_with(config), ""))
         except InfeasibleError as exc:
-            plans.append((label, config, None, str(exc)))
-    held = [(label, c, p) for label, c, p, _ in plans if p is not None]
+            plans.append((label, config, tokens, None, str(exc)))
+    held = [(p, c) for _, c, _, p, _ in plans if p is not None]
     if not held:
         raise InfeasibleError(
-            "at every step budget searched: " + "; ".join(f"{lb}: {why}" for lb, _, _, why in plans)
+            "at every step budget searched: " + "; ".join(f"{p[0]}: {p[4]}" for p in plans)
         )
-    best = min(held, key=lambda item: (_priced(item[2]), -item[2].max_rate_per_s))
+    best, config = min(held, key=lambda pc: (_priced(pc[0]), -pc[0].max_rate_per_s))
+    engine = best.result.engine
+    per_rank = engine is not None and bool(engine.per_attention_rank)
     words = []
-    for label, _, plan, _why in plans:
+    for label, _, tokens, plan, _why in plans:
         if plan is None:
             words.append(f"{label}: none holds the targets")
             continue
-        chosen = " (chosen)" if plan is best[2] else ""
+        chosen = " (chosen)" if plan is best else ""
+        if chosen and engine is not None and tokens not in (None, engine.step_token_budget):
+            chosen = f" (chosen; {engine.step_token_budget:,} over the instance's attention ranks)"
         words.append(
             f"{label}: {plan.deployment.describe()} {plan.result.hardware}, "
             f"${plan.result.usd_per_hour:,.2f} an hour"
             + (f" (N+1 ${_priced(plan):,.2f})" if plan.redundancy is not None else "")
             + chosen
         )
-    note = BUDGETS_SEARCHED + "; ".join(words)
-    plan = dataclasses.replace(best[2], notes=(*best[2].notes, note))
-    return plan, best[1]
+    whose = ", an attention rank's under attention DP" if per_rank else ", an instance's"
+    note = f"{BUDGETS_SEARCHED}{whose}): " + "; ".join(words)
+    return dataclasses.replace(best, notes=(*best.notes, note)), config
 
 
 def _priced(plan: CapacityPlan) -> float:

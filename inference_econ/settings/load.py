@@ -180,7 +180,8 @@ class SchedulerOptions:
     search_step_tokens: bool = setting(
         False,
         help="Capacity (and its export): also plan with steps of 2,048, 4,096, 8,192 and 16,384"
-        " tokens (a rank's, under attention data parallelism) beside the engine's own, and keep"
+        " tokens (an attention rank's under attention data parallelism with TensorRT-LLM and"
+        " vLLM; the instance's with SGLang) beside the engine's own, and keep"
         " the cheapest plan; the export launches its budget (max_num_tokens,"
         " max_num_batched_tokens, --chunked-prefill-size). About five times the work.",
         excludes=("step_token_budget",),
