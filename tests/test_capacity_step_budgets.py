@@ -134,3 +134,19 @@ def test_the_note_states_whose_budget_it_is_under_attention_data_parallelism():
     assert (w.attention_dp, w.token_budget) == (8, 2048)
     assert "--dp-size 8" in bundle.render(export)["launch.sh"]
     assert "--chunked-prefill-size 2048" in bundle.render(export)["launch.sh"]
+
+
+def test_the_refusal_names_the_python_functions_that_take_a_budget_search():
+    """Refused beside a simulation, the search names the functions that read it as Python has
+    them: ``ie.capacity`` and ``inference_econ.api.export`` (it had named an ``ie.export``,
+    which is no function)."""
+    with pytest.raises(SpecError) as refused:
+        ie.simulate_load("Llama 3.1 8B", "H100", gpus=1, search_step_tokens=True, **LOAD)
+    text = str(refused.value)
+    assert (
+        "in Python ie.capacity and inference_econ.api.export)" in text and "ie.export" not in text
+    )
+    assert (
+        callable(api.export)
+        and "give one budget: --step-tokens, step_token_budget in Python" in text
+    )

@@ -114,9 +114,9 @@ def load_inputs(
             "argument",
             "search_step_tokens",
             "is read by the search of a capacity plan only (capacity --rate without"
-            " --power-cap-mw, export --plan"
-            " capacity; ie.capacity, ie.export)",
-            "drop it, or give one budget: --step-tokens (step_token_budget in Python)",
+            " --power-cap-mw, export --plan capacity; in Python ie.capacity and"
+            " inference_econ.api.export)",
+            "drop it, or give one budget: --step-tokens, step_token_budget in Python",
         )
     problem = _request_lengths(settings, traffic)
     given = {k: problem.pop(k) for k in table.names(table.LOAD) if k in problem}
