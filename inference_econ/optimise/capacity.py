@@ -236,7 +236,7 @@ def cheapest_of_budgets(
     plans: list[tuple[str, EngineConfig, int | None, CapacityPlan | None, str]] = []
     for label, config, tokens in configs:
         if progress:
-            progress(f"steps of {label} tokens")
+            progress(f"a step budget of {label}")
         try:
             plans.append((label, config, tokens, plan_with(config), ""))
         except InfeasibleError as exc:
