@@ -185,6 +185,7 @@ def check_trtllm_options(options: dict, api_fields: dict) -> None:
     assert set(transceiver) <= set(api_fields["CacheTransceiverConfig"])
     if transceiver:
         assert transceiver["backend"] in values["CacheTransceiverConfig.backend"]
+    assert set(options.get("attention_dp_config", {})) <= set(api_fields["AttentionDpConfig"])
     moe = options.get("moe_config", {})
     assert set(moe) <= set(api_fields["MoeConfig"])
     assert moe.get("backend", "CUTLASS") in values["MoeConfig.backend"]
@@ -266,6 +267,7 @@ def test_every_name_in_launch_flags_yaml_is_in_its_record():
     for section, fields in (("kv_cache_config", "KvCacheConfig"),
                             ("cuda_graph_config", "CudaGraphConfig"),
                             ("moe_config", "MoeConfig"),
+                            ("attention_dp_config", "AttentionDpConfig"),
                             ("moe_load_balancer_config", "MoeLoadBalancerConfig"),
                             ("cache_transceiver_config", "CacheTransceiverConfig")):  # fmt: skip
         assert set(trtllm[section].values()) <= set(trt[fields]), section

@@ -38,6 +38,7 @@ TARGET_SETTINGS = ("slo_ttft_p99_s", "slo_tpot_p99_s", "slo_e2e_p99_s")
 CONFIG_SETTINGS = (
     "max_batch_requests",
     "step_token_budget",
+    "adp_balance",
     "scheduler_steps",
     "speculation_max_batch",
     "speculation_schedule",
@@ -371,6 +372,22 @@ def _flat_config(v: dict) -> EngineConfig:
         prefix_caching=v["prefix_caching"],
         router=v["router"],
         kv_tiers=tuple(tiers),
+        adp_balancing=_adp_balancing(v["adp_balance"]),
+    )
+
+
+def _adp_balancing(text: str | None) -> tuple[int, int] | None:
+    """TensorRT-LLM's attention-DP balancing from ``adp_balance`` ('WAIT,TIMEOUT' steps)."""
+    if text is None:
+        return None
+    parts = [p.strip() for p in str(text).split(",")]
+    if len(parts) == 2 and all(p.isascii() and p.isdigit() for p in parts) and int(parts[1]) >= 1:
+        return int(parts[0]), int(parts[1])
+    raise SpecError(
+        "argument",
+        "adp_balance",
+        f"is {text!r}",
+        "give 'WAIT,TIMEOUT': whole numbers of steps, WAIT >= 0 and TIMEOUT >= 1 (e.g. 0,60)",
     )
 
 

@@ -47,7 +47,7 @@ def capacity_plan(
     )
     load = _capacity_load(capacity, traffic, s)
     expected = _capacity_expected(capacity)
-    notes = _capacity_notes(capacity, workers, batch, ctx) + placed
+    notes = _capacity_notes(capacity, workers, batch, ctx, config) + placed
     ckpt = loaded_checkpoint(setting, checkpoint, engine)
     return finish(
         LaunchPlan(
@@ -71,6 +71,7 @@ def capacity_plan(
                 if k.rsplit("_", 1)[0] in expected
             },
             prefix_caching=bool(getattr(config, "prefix_caching", True)),
+            adp_balancing=getattr(config, "adp_balancing", None),
             longest_prompt=int(max(np.max(s.prompt_tokens), prompt_cap)),
         )  # fmt: skip
     )
@@ -233,8 +234,9 @@ def _confident_note(capacity) -> tuple[str, ...]:
     )
 
 
-def _capacity_notes(capacity, workers: tuple[Worker, ...], batch: int, ctx: float) -> tuple:
-    """What a capacity plan's expected figures are and where its memory was checked."""
+def _capacity_notes(capacity, workers: tuple[Worker, ...], batch: int, ctx: float, config) -> tuple:
+    """What a capacity plan's expected figures are, where its memory was checked and what of
+    its scheduler ``config`` a launch leaves out."""
     setting, d, r, t = capacity.setting, capacity.deployment, capacity.result, capacity.targets
     notes = (
         f"Expected figures: the simulation of {d.describe()} {setting.gpu.name} at {capacity.rate_per_s:g} req/s "
@@ -244,6 +246,11 @@ def _capacity_notes(capacity, workers: tuple[Worker, ...], batch: int, ctx: floa
         f"{_per_rank(setting, workers[-1])}.",
     )
     notes += extrapolation_notes(r) + _confident_note(capacity)
+    if getattr(config, "adp_balancing", None) and all(w.attention_dp <= 1 for w in workers):
+        notes += (
+            "attention_dp_config is not written: no worker runs attention data parallelism, "
+            "which its balancing (--adp-balance) schedules",
+        )
     if capacity.config is not None:  # a searched step budget: each budget's plan, as chosen
         notes += tuple(n for n in capacity.notes if n.startswith(BUDGETS_SEARCHED))
     if r.offered_rates and load_intervals(r):  # expected figures; the offered load's are bare

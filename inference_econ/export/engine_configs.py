@@ -449,6 +449,10 @@ def trtllm_options(plan: LaunchPlan, w: Worker) -> dict:
     }
     if plan.speculation:
         out[api["speculative"]] = _trtllm_speculation(plan, names)
+    if plan.adp_balancing is not None and w.attention_dp > 1:  # the balancing the plan ran
+        adp = names["attention_dp_config"]
+        wait, timeout = plan.adp_balancing
+        out[api["adp_balance"]] = {adp["enable"]: True, adp["wait"]: wait, adp["timeout"]: timeout}
     if w.role != "server":  # the KV cache's transfer between the pools
         c = names["cache_transceiver_config"]
         out[api["cache_transceiver"]] = {

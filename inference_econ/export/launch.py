@@ -125,6 +125,9 @@ class LaunchPlan:
     prefix_caching: bool = True
     #: The longest prompt the plan's traffic sends, tokens (0: not known, the max length).
     longest_prompt: int = 0
+    #: TensorRT-LLM's attention-DP balancing (wait, timeout steps) the plan ran, else None
+    #: (``EngineConfig.adp_balancing``).
+    adp_balancing: tuple[int, int] | None = None
 
     @property
     def version(self) -> str:

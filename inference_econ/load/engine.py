@@ -225,6 +225,29 @@ class EngineConfig:
             return self.max_batch_requests, self.step_token_budget
         return max(self.max_batch_requests // ranks, 1), max(self.step_token_budget // ranks, 1)
 
+    def metadata(self, speculating: bool) -> dict:
+        """The limits a run states in its metadata (``LoadResult.metadata``): those set, and
+        the speculation's where it speculates."""
+        meta: dict[str, object] = {
+            "max_batch_requests": self.max_batch_requests,
+            "step_token_budget": self.step_token_budget,
+        }
+        if self.scheduler_steps > 1:
+            meta["scheduler_steps"] = self.scheduler_steps
+        if self.router != "random":
+            meta["router"] = self.router
+        if not self.prefix_caching:
+            meta["prefix_caching"] = False
+        elif self.kv_tiers:
+            meta["kv_offload"] = "; ".join(t.describe() for t in self.kv_tiers)
+        if self.adp_balancing is not None:
+            meta["adp_balance"] = ",".join(map(str, self.adp_balancing))
+        if speculating:
+            meta["speculation_schedule"] = self.speculation_schedule
+            if self.speculation_max_batch is not None:
+                meta["speculation_max_batch"] = self.speculation_max_batch
+        return meta
+
     def describe(self) -> str:
         """Such as "2048 requests, 8192 tokens per step, no_evict admission, whole prompts"."""
         return (
@@ -234,6 +257,11 @@ class EngineConfig:
             + "".join(f", {t.describe()}" for t in self.kv_tiers)
             + (f", {self.scheduler_steps} steps per schedule" if self.scheduler_steps > 1 else "")
             + (f", {cadence_text(self.admission_cadence)}" if self.admission_cadence[0] else "")
+            + (
+                ", attention-DP balancing (wait {}, timeout {} steps)".format(*self.adp_balancing)
+                if self.adp_balancing is not None
+                else ""
+            )
             + (
                 f", decode steps padded to CUDA graphs of up to {max(self.graph_batch_sizes)}"
                 if self.graph_batch_sizes
@@ -287,6 +315,18 @@ def engine_config(config: EngineConfig, setting: Setting) -> EngineConfig:
     pooled). The same rule as the replay of measured rows, so that
     ``simulate``, ``capacity`` and ``compare-measured`` run one engine model."""
     prof = setting.assumptions.profile()
+    if config.adp_balancing is not None and (prof is None or prof.family != "trtllm"):
+        raise SpecError(
+            "argument",
+            "adp_balance",
+            "is TensorRT-LLM's attention-DP balancing, and the engine is "
+            + (
+                f"{prof.family}"
+                if prof is not None
+                else f"the {setting.assumptions.label} preset's ideal one"
+            ),
+            "drop it, or give --engine trtllm, engine='trtllm' in Python",
+        )
     if prof is None:
         return config
     batch, budget = prof.scheduler_limits(setting.gpu, offline=False)
@@ -322,10 +362,12 @@ def bound_config(config: EngineConfig, setting: Setting, gpus: int) -> EngineCon
     16,384 over DEP8), so that a perfect engine is never held below the engine it bounds by a
     scheduler limit (a larger cap never lowers the load an instance holds). A cap the user gave
     is the profile's where its limits hold per attention rank (``--max-batch 64`` under
-    TensorRT-LLM: 64 a rank, 512 over DEP8), and the instance's otherwise (kept)."""
+    TensorRT-LLM: 64 a rank, 512 over DEP8), and the instance's otherwise (kept). The ideal
+    engine pools its ranks, so it has no attention-DP balancing to run (dropped)."""
     if setting.assumptions.profile() is None:
         return config
     engine = engine_config(config, setting)
+    config = dataclasses.replace(config, adp_balancing=None)
     if "max_batch_requests" not in config.engine_own and not engine.per_attention_rank:
         return config
     own = engine.max_batch_requests * max(int(gpus), 1)

@@ -222,22 +222,9 @@ class LoadResult:
             meta["requests_per_instance"] = self.requests
         if self.seed is not None:
             meta["seed"] = self.seed
-        e = self.engine
-        if e is not None:
-            meta["max_batch_requests"] = e.max_batch_requests
-            meta["step_token_budget"] = e.step_token_budget
-            if e.scheduler_steps > 1:
-                meta["scheduler_steps"] = e.scheduler_steps
-            if e.router != "random":
-                meta["router"] = e.router
-            if not e.prefix_caching:
-                meta["prefix_caching"] = False
-            elif e.kv_tiers:
-                meta["kv_offload"] = "; ".join(t.describe() for t in e.kv_tiers)
-            if self.setting is not None and self.setting.spec is not None:
-                meta["speculation_schedule"] = e.speculation_schedule
-                if e.speculation_max_batch is not None:
-                    meta["speculation_max_batch"] = e.speculation_max_batch
+        if self.engine is not None:
+            speculating = self.setting is not None and self.setting.spec is not None
+            meta.update(self.engine.metadata(speculating))
         return meta
 
     @property

@@ -177,6 +177,17 @@ class SchedulerOptions:
         needs=UNDER_LOAD,
     )
 
+    adp_balance: str | None = setting(
+        None,
+        help="Engine: TensorRT-LLM's attention-DP balancing as 'WAIT,TIMEOUT' steps"
+        " (attention_dp_config: enable_balance, batching_wait_iters, timeout_iters): the ranks'"
+        " prompts are held until every rank has one, at most TIMEOUT steps, and WAIT steps more"
+        " while every rank decodes, so that the ranks prefill together (TensorRT-LLM's"
+        " performance overview runs DeepSeek-R1 with 0,60; default: off, as the engine). Needs"
+        " --engine trtllm; the export writes it.",
+        needs=UNDER_LOAD,
+    )
+
     search_step_tokens: bool = setting(
         False,
         help="Capacity (and its export): also plan with steps of 2,048, 4,096, 8,192 and 16,384"

@@ -1,0 +1,71 @@
+"""TensorRT-LLM's attention-DP balancing as a load setting: what it does to a run, how a plan
+exports it, and the values and engines it is refused with."""
+
+import warnings
+
+import pytest
+from click.testing import CliRunner
+
+import inference_econ as ie
+from inference_econ import api
+from inference_econ.cli import main
+from inference_econ.errors import SpecError
+from inference_econ.export import bundle
+from inference_econ.load.deployment import fixed_layout
+from inference_econ.model.mixed_step import EngineLayout
+
+# DeepSeek-R1 on 8 H200 as DEP8 at 9 req/s of 1,000 / 1,000 tokens: without balancing every
+# rank's prompt stalls the other seven's decoding in turn
+RUN = dict(engine="trtllm", arrival_rate_per_s=9, prompt_tokens=1000, output_tokens=1000,
+           requests=1000, slo_tpot_p99_s=0.2, slo_ttft_p99_s=10)  # fmt: skip
+
+
+def test_balanced_ranks_prefill_together_and_hold_the_targets():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the unbalanced run falls behind, and says so
+        plain = ie.simulate_load("DeepSeek-R1", "H200", gpus=8, layout="TP8 attention-DP", **RUN)
+    held = ie.simulate_load(
+        "DeepSeek-R1", "H200", gpus=8, layout="TP8 attention-DP", adp_balance="0,60", **RUN
+    )
+    assert not plain.meets_targets and held.meets_targets
+    # prompts held for the other ranks' lengthen the first token and shorten every later one
+    assert held.tpot_s.p99 < 0.6 * plain.tpot_s.p99
+    assert held.ttft_s.p99 > plain.ttft_s.p99
+    assert held.metadata()["adp_balance"] == "0,60" and "adp_balance" not in plain.metadata()
+
+
+def test_a_capacity_export_writes_the_balancing_where_a_worker_runs_attention_dp():
+    load = dict(engine="trtllm", weight_bits=8, arrival_rate_per_s=20.0, input_lengths="1000",
+                output_lengths="1000", slo_ttft_p99_s=5.0, slo_tpot_p99_s=0.1, requests=100,
+                sizes=[8], adp_balance="2,6")  # fmt: skip
+    with fixed_layout(8, EngineLayout(8, 1, 8.0)):
+        plan = api.export("DeepSeek-R1", "H200", plan="capacity", **load)
+    assert plan.adp_balancing == (2, 6) and plan.workers[0].attention_dp == 8
+    text = bundle.render(plan)["trtllm-server.yaml"]
+    assert "attention_dp_config:\n  enable_balance: true\n  batching_wait_iters: 2\n" in text
+    assert "  timeout_iters: 6\n" in text
+    with fixed_layout(8, EngineLayout(8, 8, 1.0)):  # attention over the tensor group
+        plan = api.export("DeepSeek-R1", "H200", plan="capacity", **load)
+    assert "attention_dp_config" not in bundle.render(plan)["trtllm-server.yaml"]
+    assert any(n.startswith("attention_dp_config is not written") for n in plan.notes)
+
+
+@pytest.mark.parametrize("text", ["60", "0,0", "a,60", "-1,60", "0,60,1", "\u00b2,60"])
+def test_a_balancing_that_is_not_two_step_counts_is_refused(text):
+    with pytest.raises(SpecError, match=r"adp_balance.*WAIT,TIMEOUT"):
+        ie.simulate_load("DeepSeek-R1", "H200", gpus=8, adp_balance=text, **RUN)
+
+
+def test_a_balancing_is_refused_off_tensorrt_llm_in_one_line():
+    with pytest.raises(SpecError, match=r"adp_balance.*TensorRT-LLM's.*engine is vllm"):
+        ie.simulate_load("DeepSeek-R1", "H200", gpus=8, **dict(RUN, engine="vllm"),
+                         adp_balance="0,60")  # fmt: skip
+    result = CliRunner().invoke(
+        main,
+        ["simulate", "DeepSeek-R1", "-H", "H200", "--gpus", "8", "--rate", "2",
+         "--prompt-tokens", "500", "--output-tokens", "50", "--assumptions", "refined",
+         "--adp-balance", "0,60"],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert "--adp-balance" in result.output and "ideal" in result.output
