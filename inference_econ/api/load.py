@@ -337,7 +337,7 @@ def capacity(
     expected = candidates[0].assumptions.achievable
     _no_confidence_beside_a_bound(candidates[0], settings.get("confidence"))
     searched = [*candidates, *(s for pool in pools or () for s in pool)]
-    budgets = _budgets_searched(inputs.config, searched, v["search_step_tokens"])
+    budgets = _budgets_searched(inputs.config, searched, v["tune_engine"])
     _check_capacity_work(candidates, pools, inputs, sizes, (1 + expected) * len(budgets), yes)
     plan, inputs = _at_budgets(budgets, candidates, pools, inputs, sizes, progress)
     if not expected:
@@ -358,16 +358,22 @@ def capacity(
 
 
 def _budgets_searched(config, settings: list[Setting], search: bool) -> list:
-    """(label, config, tokens) of the step budgets a capacity search plans with: ``config``
+    """(label, config, tokens) of the engine settings a capacity search plans with: ``config``
     alone, or with ``search`` each of ``STEP_TOKEN_SEARCH`` beside the engine's own on each GPU
-    of ``settings`` (the candidates' and the pools'; ``optimise.capacity.budget_configs``)."""
+    of ``settings`` (the candidates' and the pools'; ``optimise.capacity.budget_configs``), and
+    under TensorRT-LLM with a MoE model and no balancing given, each with its attention-DP
+    balancing too."""
     from ..load.engine import engine_config
     from ..optimise.capacity import budget_configs
 
     if not search:
         return [("", config, None)]
     own = {s.gpu.name: engine_config(config, s).step_token_budget for s in settings}
-    return budget_configs(config, own)
+    balance = config.adp_balancing is None and all(
+        s.model.is_moe and getattr(s.assumptions.profile(), "family", None) == "trtllm"
+        for s in settings
+    )  # TensorRT-LLM's attention-DP balancing, where a MoE model may run attention DP
+    return budget_configs(config, own, balance)
 
 
 def _at_budgets(budgets, candidates, pools, inputs: LoadInputs, sizes, progress):

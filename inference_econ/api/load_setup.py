@@ -90,7 +90,7 @@ def load_inputs(
         Without it (a search sets the rate) a missing rate is a placeholder.
     sized : bool
         Whether the caller sizes a capacity plan (takes ``confidence`` and
-        ``search_step_tokens``).
+        ``tune_engine``).
     closed_loop : bool
         Whether one deployment is simulated (takes ``concurrency`` and ``layout``).
     present : tuple of str
@@ -110,10 +110,10 @@ def load_inputs(
             "sizes a capacity plan; this function plans none",
             "drop confidence, or call capacity",
         )
-    if not sized and settings.get("search_step_tokens"):
+    if not sized and settings.get("tune_engine"):
         raise SpecError(
             "argument",
-            "search_step_tokens",
+            "tune_engine",
             "is read by the search of a capacity plan only (capacity --rate without"
             " --power-cap-mw, export --plan capacity; in Python ie.capacity and"
             " inference_econ.api.export)",

@@ -188,25 +188,33 @@ def cheapest_deployment(
     return plan
 
 
-#: Step budgets a capacity search also plans with (``search_step_tokens``), tokens a step (an
+#: Step budgets a capacity search also plans with (``tune_engine``), tokens a step (an
 #: attention rank's under attention data parallelism where the engine's limits hold per rank,
 #: ``LIMITS_PER_ATTENTION_RANK``; else the instance's, SGLang's ``--chunked-prefill-size``): the
 #: powers of two across the range trtllm-bench's own choice spans (2,048 to 32,768,
 #: ``measured.bench_limits``) and vLLM V1's defaults take (2,048 to 8,192), up to 16,384: each
 #: is one more whole search (a larger budget is given with ``--step-tokens``).
 STEP_TOKEN_SEARCH = (2048, 4096, 8192, 16384)
+#: TensorRT-LLM's attention-DP balancing a tuned search also tries on a MoE model (wait and
+#: timeout steps): the ``attention_dp_config`` TensorRT-LLM's performance overview runs
+#: DeepSeek-R1 with (``enable_balance: true, batching_wait_iters: 0, timeout_iters: 60``).
+ADP_BALANCE_TRIED = (0, 60)
 #: How a searched plan's note on its step budgets begins (an export repeats the note).
 BUDGETS_SEARCHED = "Step budgets searched (tokens a step"
 #: (label, config, tokens a step: None where the engine's own differs by GPU) of a budget tried.
 Budget = tuple[str, EngineConfig, int | None]
 
 
-def budget_configs(config: EngineConfig, own: dict[str, int]) -> list[Budget]:
+def budget_configs(
+    config: EngineConfig, own: dict[str, int], balance: bool = False
+) -> list[Budget]:
     """(label, config, tokens) of each step budget a searched plan tries: ``config`` as given
     (its engine's own budget, ``own[gpu]`` tokens on each GPU searched), then each budget of
     ``STEP_TOKEN_SEARCH``, set as a user's ``--step-tokens`` is; the one the engine takes for
     itself on every GPU is left out (it is the first), but not one it takes on some GPUs only
-    (vLLM V1's 2,048 on an A100 and 8,192 on an H100: the H100 is searched at 2,048 too)."""
+    (vLLM V1's 2,048 on an A100 and 8,192 on an H100: the H100 is searched at 2,048 too). With
+    ``balance``, each of them again with ``ADP_BALANCE_TRIED``, after all of them (a tie keeps
+    the engine's default, no balancing)."""
     budgets = set(own.values())
     mine = next(iter(budgets)) if len(budgets) == 1 else None
     if mine is not None:
@@ -219,6 +227,12 @@ def budget_configs(config: EngineConfig, own: dict[str, int]) -> list[Budget]:
         if budget != mine:
             tried = dataclasses.replace(config, step_token_budget=budget, engine_own=kept)
             out.append((f"{budget:,}", tried, budget))
+    if balance:
+        words = " with attention-DP balancing {},{}".format(*ADP_BALANCE_TRIED)
+        out += [
+            (label + words, dataclasses.replace(c, adp_balancing=ADP_BALANCE_TRIED), tokens)
+            for label, c, tokens in out
+        ]
     return out
 
 

@@ -40,7 +40,7 @@ class CapacityPlan:
     confident: Confident | None = None
     bound: CapacityPlan | str | None = None
     #: The scheduler limits the plan was searched under where a search chose them
-    #: (``search_step_tokens``: its step budget), else None (the caller's); an export
+    #: (``tune_engine``: its step budget), else None (the caller's); an export
     #: launches these.
     config: EngineConfig | None = None
 

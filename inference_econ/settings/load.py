@@ -188,13 +188,15 @@ class SchedulerOptions:
         needs=UNDER_LOAD,
     )
 
-    search_step_tokens: bool = setting(
+    tune_engine: bool = setting(
         False,
-        help="Capacity (and its export): also plan with steps of 2,048, 4,096, 8,192 and 16,384"
-        " tokens (an attention rank's under attention data parallelism with TensorRT-LLM and"
-        " vLLM; the instance's with SGLang) beside the engine's own, and keep"
-        " the cheapest plan; the export launches its budget (max_num_tokens,"
-        " max_num_batched_tokens, --chunked-prefill-size). About five times the work.",
+        help="Capacity (and its export): tune the engine's settings: also plan with steps of"
+        " 2,048, 4,096, 8,192 and 16,384 tokens (an attention rank's under attention data"
+        " parallelism with TensorRT-LLM and vLLM; the instance's with SGLang) beside the engine's"
+        " own and, under TensorRT-LLM with a MoE model and no --adp-balance, each with"
+        " attention-DP balancing 0,60 too; keep the cheapest plan, which the export launches"
+        " (max_num_tokens, max_num_batched_tokens, --chunked-prefill-size, attention_dp_config)."
+        " Five times the work, ten with the balancing.",
         excludes=("step_token_budget",),
     )
 

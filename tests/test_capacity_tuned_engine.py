@@ -26,7 +26,7 @@ LOAD = dict(
 
 @pytest.fixture(scope="module")
 def searched():
-    return ie.capacity("Llama 3.1 8B", "H100", search_step_tokens=True, **LOAD)
+    return ie.capacity("Llama 3.1 8B", "H100", tune_engine=True, **LOAD)
 
 
 def test_a_searched_plan_is_the_cheapest_of_the_plans_at_each_budget(searched):
@@ -54,7 +54,7 @@ def test_a_searched_plan_is_the_cheapest_of_the_plans_at_each_budget(searched):
 
 
 def test_the_export_of_a_searched_plan_launches_its_budget():
-    plan = api.export("Llama 3.1 8B", "H100", plan="capacity", search_step_tokens=True, **LOAD)
+    plan = api.export("Llama 3.1 8B", "H100", plan="capacity", tune_engine=True, **LOAD)
     assert {w.token_budget for w in plan.workers} == {2048}
     assert any(n.startswith(BUDGETS_SEARCHED) and "(chosen)" in n for n in plan.notes)
     text = bundle.render(plan)["launch.sh"]
@@ -62,19 +62,19 @@ def test_the_export_of_a_searched_plan_launches_its_budget():
 
 
 def test_a_step_budget_search_is_refused_where_no_capacity_plan_is_searched():
-    with pytest.raises(SpecError, match="search_step_tokens.*capacity plan"):
-        ie.simulate_load("Llama 3.1 8B", "H100", gpus=1, search_step_tokens=True, **LOAD)
-    with pytest.raises(SpecError, match="search_step_tokens.*step_token_budget"):
-        ie.capacity("Llama 3.1 8B", "H100", search_step_tokens=True, step_token_budget=4096,
+    with pytest.raises(SpecError, match="tune_engine.*capacity plan"):
+        ie.simulate_load("Llama 3.1 8B", "H100", gpus=1, tune_engine=True, **LOAD)
+    with pytest.raises(SpecError, match="tune_engine.*step_token_budget"):
+        ie.capacity("Llama 3.1 8B", "H100", tune_engine=True, step_token_budget=4096,
                     **LOAD)  # fmt: skip
     result = CliRunner().invoke(
         main,
         ["simulate", "Llama 3.1 8B", "-H", "H100", "--gpus", "1", "--rate", "2",
-         "--prompt-tokens", "500", "--output-tokens", "50", "--search-step-tokens"],
+         "--prompt-tokens", "500", "--output-tokens", "50", "--tune-engine"],
     )  # fmt: skip
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
-    assert "--search-step-tokens" in result.output and "--step-tokens" in result.output
+    assert "--tune-engine" in result.output and "--step-tokens" in result.output
 
 
 def test_a_budget_the_engine_takes_on_some_gpus_only_is_searched_on_every_gpu():
@@ -82,7 +82,7 @@ def test_a_budget_the_engine_takes_on_some_gpus_only_is_searched_on_every_gpu():
     the H100 is planned at 2,048 too (2 x 4 H100 at $16.80 an hour, against 5 x 2 at $21.00 at
     its own 8,192), and the engine's own budget is labelled by GPU, not as the first GPU's."""
     load = dict(LOAD, engine="vllm")
-    plan = ie.capacity("Llama 3.1 8B", ["A100", "H100"], sizes=[2, 4], search_step_tokens=True,
+    plan = ie.capacity("Llama 3.1 8B", ["A100", "H100"], sizes=[2, 4], tune_engine=True,
                        **load)  # fmt: skip
     assert (plan.deployment.describe(), plan.result.hardware) == ("2 x 4 GPUs", "H100-SXM")
     assert plan.result.usd_per_hour == pytest.approx(16.8)
@@ -97,7 +97,7 @@ def test_the_note_prices_each_budget_in_dollars_and_cents_at_any_size():
     load of 20,000 req/s costs over $10,000 an hour at three budgets, which had read
     "$1.24e+04 an hour"."""
     load = dict(LOAD, arrival_rate_per_s=20000)
-    plan = ie.capacity("Llama 3.1 8B", "H100", sizes=[2], search_step_tokens=True, **load)
+    plan = ie.capacity("Llama 3.1 8B", "H100", sizes=[2], tune_engine=True, **load)
     note = next(n for n in plan.notes if n.startswith(BUDGETS_SEARCHED))
     assert "e+0" not in note
     assert "8,192 (the engine's own): 2,952 x 2 GPUs H100-SXM, $12,398.40 an hour;" in note
@@ -107,7 +107,8 @@ def test_the_note_prices_each_budget_in_dollars_and_cents_at_any_size():
 
 def test_the_note_states_whose_budget_it_is_under_attention_data_parallelism():
     """On DeepSeek-R1 laid out DEP8 on 8 H200, a TensorRT-LLM budget is each attention rank's,
-    the instance's eight times it (the run's step_token_budget), and the note gives both; SGLang's
+    the instance's eight times it (the run's step_token_budget), and the note gives both, each
+    budget with and without TensorRT-LLM's attention-DP balancing; SGLang's
     --chunked-prefill-size is the instance's, which SGLang shares among its ranks, and the note
     says so (it had called every engine's budget an attention rank's)."""
     from inference_econ.load.deployment import fixed_layout
@@ -115,19 +116,34 @@ def test_the_note_states_whose_budget_it_is_under_attention_data_parallelism():
 
     load = dict(weight_bits=8, arrival_rate_per_s=20.0, input_lengths="1000",
                 output_lengths="1000", slo_ttft_p99_s=5.0, slo_tpot_p99_s=0.1, requests=100,
-                sizes=[8], search_step_tokens=True)  # fmt: skip
+                sizes=[8], tune_engine=True)  # fmt: skip
     with fixed_layout(8, EngineLayout(8, 1, 8.0)):
         trtllm = ie.capacity("DeepSeek-R1", "H200", engine="trtllm", **load)
         sglang = ie.capacity("DeepSeek-R1", "H200", engine="sglang", **load)
         export = api.export("DeepSeek-R1", "H200", engine="sglang", plan="capacity", **load)
+        balanced = api.export("DeepSeek-R1", "H200", engine="trtllm", plan="capacity", **load)
     note = next(n for n in trtllm.notes if n.startswith(BUDGETS_SEARCHED))
     assert note.startswith(BUDGETS_SEARCHED + ", an attention rank's under attention DP): ")
-    assert trtllm.result.metadata()["step_token_budget"] == 8 * 8192
+    assert trtllm.result.metadata()["step_token_budget"] == 8 * 16384
+    assert "8,192 (the engine's own): 10 x 8 GPUs H200-SXM, $235.20 an hour;" in note
+    # TensorRT-LLM's attention-DP balancing is tried at each budget too, after all of them: the
+    # ranks prefilling together hold the targets on 7 instances where 10 were needed
     assert (
-        "8,192 (the engine's own): 10 x 8 GPUs H200-SXM, $235.20 an hour (chosen; 65,536 " in note
+        "16,384 with attention-DP balancing 0,60: 7 x 8 GPUs H200-SXM, $164.64 an hour "
+        "(chosen; 131,072 over the instance's attention ranks)" in note
     )
+    assert trtllm.config.adp_balancing == (0, 60) and note.count("balancing 0,60") == 4
+    # the export (priced at the release it launches) launches the budget and balancing it chose
+    (w,) = balanced.workers
+    chosen = next(n for n in balanced.notes if n.startswith(BUDGETS_SEARCHED))
+    label = f"{w.token_budget:,} with attention-DP balancing 0,60: 7 x 8 GPUs H200-SXM, $164.64"
+    assert f"; {label} an hour (chosen; " in chosen
+    assert f"--max_num_tokens {w.token_budget} " in bundle.render(balanced)["launch.sh"]
+    text = bundle.render(balanced)["trtllm-server.yaml"]
+    assert "enable_attention_dp: true" in text
+    assert "attention_dp_config:\n  enable_balance: true\n  batching_wait_iters: 0\n" in text
     note = next(n for n in sglang.notes if n.startswith(BUDGETS_SEARCHED))
-    assert note.startswith(BUDGETS_SEARCHED + ", an instance's): ")
+    assert note.startswith(BUDGETS_SEARCHED + ", an instance's): ") and "balancing" not in note
     assert "2,048: 9 x 8 GPUs H200-SXM, $211.68 an hour (chosen);" in note
     assert sglang.result.metadata()["step_token_budget"] == sglang.config.step_token_budget == 2048
     (w,) = export.workers
@@ -141,7 +157,7 @@ def test_the_refusal_names_the_python_functions_that_take_a_budget_search():
     them: ``ie.capacity`` and ``inference_econ.api.export`` (it had named an ``ie.export``,
     which is no function)."""
     with pytest.raises(SpecError) as refused:
-        ie.simulate_load("Llama 3.1 8B", "H100", gpus=1, search_step_tokens=True, **LOAD)
+        ie.simulate_load("Llama 3.1 8B", "H100", gpus=1, tune_engine=True, **LOAD)
     text = str(refused.value)
     assert (
         "in Python ie.capacity and inference_econ.api.export)" in text and "ie.export" not in text
