@@ -50,10 +50,23 @@ def test_a_capacity_export_writes_the_balancing_where_a_worker_runs_attention_dp
     assert any(n.startswith("attention_dp_config is not written") for n in plan.notes)
 
 
-@pytest.mark.parametrize("text", ["60", "0,0", "a,60", "-1,60", "0,60,1", "\u00b2,60"])
+@pytest.mark.parametrize(
+    "text",
+    ["60", "0,0", "a,60", "-1,60", "0,60,1", "\u00b2,60", "0,100001", "1" + "0" * 30 + ",60",
+     "0," + "9" * 5000],
+    ids=lambda text: text if len(text) < 20 else f"{len(text)} characters",
+)  # fmt: skip
 def test_a_balancing_that_is_not_two_step_counts_is_refused(text):
-    with pytest.raises(SpecError, match=r"adp_balance.*WAIT,TIMEOUT"):
+    """Each count is a whole number of steps up to 100,000: a longer one (a number of 5,000
+    digits, which int() refuses to read, had ended in a traceback) is refused in one line."""
+    with pytest.raises(SpecError, match=r"adp_balance.*WAIT,TIMEOUT.*at most 100,000"):
         ie.simulate_load("DeepSeek-R1", "H200", gpus=8, adp_balance=text, **RUN)
+
+
+def test_a_balancing_given_as_a_config_is_held_to_the_same_counts():
+    assert ie.EngineConfig(adp_balancing=(100_000, 100_000)).adp_balancing == (100_000, 100_000)
+    with pytest.raises(SpecError, match=r"adp_balancing.*at most 100,000"):
+        ie.EngineConfig(adp_balancing=(0, 10**30))
 
 
 def test_a_balancing_is_refused_off_tensorrt_llm_in_one_line():

@@ -377,17 +377,24 @@ def _flat_config(v: dict) -> EngineConfig:
 
 
 def _adp_balancing(text: str | None) -> tuple[int, int] | None:
-    """TensorRT-LLM's attention-DP balancing from ``adp_balance`` ('WAIT,TIMEOUT' steps)."""
+    """TensorRT-LLM's attention-DP balancing from ``adp_balance`` ('WAIT,TIMEOUT' steps, each
+    at most ``ADP_BALANCING_MOST``)."""
+    from ..load.engine import ADP_BALANCING_MOST
+
     if text is None:
         return None
     parts = [p.strip() for p in str(text).split(",")]
-    if len(parts) == 2 and all(p.isascii() and p.isdigit() for p in parts) and int(parts[1]) >= 1:
-        return int(parts[0]), int(parts[1])
+    digits = len(str(ADP_BALANCING_MOST))  # longer text is over it (and int() refuses 4,300+)
+    if len(parts) == 2 and all(p.isascii() and p.isdigit() and len(p) <= digits for p in parts):
+        wait, timeout = int(parts[0]), int(parts[1])
+        if timeout >= 1 and max(wait, timeout) <= ADP_BALANCING_MOST:
+            return wait, timeout
     raise SpecError(
         "argument",
         "adp_balance",
-        f"is {text!r}",
-        "give 'WAIT,TIMEOUT': whole numbers of steps, WAIT >= 0 and TIMEOUT >= 1 (e.g. 0,60)",
+        f"is {short(text)}",
+        "give 'WAIT,TIMEOUT': whole numbers of steps, WAIT >= 0 and TIMEOUT >= 1, each at most "
+        f"{ADP_BALANCING_MOST:,} (e.g. 0,60)",
     )
 
 

@@ -50,6 +50,10 @@ if TYPE_CHECKING:
     from .routing import RouterPolicy
 
 
+#: The most steps TensorRT-LLM's attention-DP balancing may wait or time out after
+#: (``EngineConfig.adp_balancing``; TensorRT-LLM's performance overview runs 0,60 and
+#: MLPerf's DeepSeek-R1 entries 2,6 and 3,9).
+ADP_BALANCING_MOST = 100_000
 #: The prompt schedulings that run prompts first in steps of their own while decoding waits
 #: (§E3; the scheduler's policies, ``scheduling.PREFILL``, read it).
 PROMPTS_FIRST = ("separate", "chunked_separate")
@@ -145,12 +149,19 @@ class EngineConfig:
             pair = isinstance(self.adp_balancing, (tuple, list))
             given = tuple(self.adp_balancing) if pair else ()
             whole = [isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in given]
-            if len(given) != 2 or not all(whole) or given[0] < 0 or given[1] < 1:
+            if (
+                len(given) != 2
+                or not all(whole)
+                or given[0] < 0
+                or given[1] < 1
+                or max(given) > ADP_BALANCING_MOST
+            ):
                 raise SpecError(
                     "argument",
                     "adp_balancing",
-                    f"is {self.adp_balancing!r}",
-                    "(batching wait steps >= 0, timeout steps >= 1), or None for no balancing",
+                    f"is {short(self.adp_balancing)}",
+                    "(batching wait steps >= 0, timeout steps >= 1, each at most "
+                    f"{ADP_BALANCING_MOST:,}), or None for no balancing",
                 )
         check_tiers(self.kv_tiers)
         sizes = self.graph_batch_sizes
