@@ -82,3 +82,34 @@ def test_a_balancing_is_refused_off_tensorrt_llm_in_one_line():
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
     assert "--adp-balance" in result.output and "ideal" in result.output
+
+
+def test_a_run_says_where_its_balancing_is_not_run():
+    """Where the layout has one attention group there is nothing to balance, and where the
+    engine speculates its ranks are pooled (§F9): each run says so in a note, beside the
+    balancing its metadata states (the figures had been the unbalanced run's without a word)."""
+    run = dict(RUN, arrival_rate_per_s=4, requests=200, adp_balance="0,60")
+    tp = ie.simulate_load("DeepSeek-R1", "H200", gpus=8, layout="TP8", **run)
+    (note,) = [n for n in tp.notes if n.startswith("attention-DP balancing")]
+    assert note.startswith("attention-DP balancing 0,60 balances nothing here: the layout (8 GPUs:")
+    assert "no attention_dp_config" in note and tp.metadata()["adp_balance"] == "0,60"
+    dep = ie.simulate_load("DeepSeek-R1", "H200", gpus=8, layout="TP8 attention-DP", **run)
+    assert not [n for n in dep.notes if n.startswith("attention-DP balancing")]
+    mtp = dict(run, draft_heads="mtp", max_draft_tokens=2)
+    spec = ie.simulate_load("DeepSeek-R1", "H200", gpus=8, layout="TP8 attention-DP", **mtp)
+    (note,) = [n for n in spec.notes if n.startswith("attention-DP balancing")]
+    assert "0,60 is not simulated: an engine that speculates pools its attention ranks" in note
+    del mtp["adp_balance"]
+    plain = ie.simulate_load("DeepSeek-R1", "H200", gpus=8, layout="TP8 attention-DP", **mtp)
+    assert spec.tpot_s.p99 == plain.tpot_s.p99 and spec.ttft_s.p99 == plain.ttft_s.p99
+
+
+def test_a_load_frontier_names_the_layouts_whose_runs_do_not_balance():
+    load = dict(engine="trtllm", arrival_rate_per_s=5, prompt_tokens=1000, output_tokens=200,
+                requests=200, slo_tpot_p99_s=0.1, adp_balance="0,60", sizes=[8])  # fmt: skip
+    meta = ie.load_frontier("DeepSeek-R1", "H200", **load).metadata()
+    assert meta["adp_balance"] == "0,60"
+    assert meta["adp_balance_not_run_on"] == (
+        "8 GPUs: TP8 (attention TP8), PP1, 1-D, experts EP8 from a micro-batch of 64, "
+        "tensor-split below"
+    )

@@ -404,6 +404,9 @@ def budget_sized(setting: Setting, config: EngineConfig) -> Setting:
 #: How a run's note on redundant experts that balance nothing begins (``Instance.
 #: idle_copies_notes``; a load frontier lists the layouts whose runs say it).
 IDLE_COPIES = "redundant experts: "
+#: How a run's note on attention-DP balancing it does not run begins (``Instance.
+#: balancing_notes``; a load frontier lists the layouts whose runs say it).
+BALANCING_NOT_RUN = "attention-DP balancing "
 
 
 @dataclass(frozen=True, eq=False)
@@ -463,6 +466,27 @@ class Instance:
             "part of every expert): the copies take memory and balance no load, and an export "
             "refuses them"
         ]
+
+    def balancing_notes(self) -> list[str]:
+        """A line where the config sets TensorRT-LLM's attention-DP balancing that this
+        instance does not run: its layout has one attention group (nothing to balance; an
+        export writes none), or it speculates and pools its ranks (§F9; an export writes it);
+        [] otherwise. The simulator's rule (``engine_state``: ranks only without a draft)."""
+        pair = self.config.adp_balancing
+        if pair is None:
+            return []
+        said = BALANCING_NOT_RUN + "{},{}".format(*pair)
+        if int(round(self.layout.attention_divisor)) < 2:
+            return [
+                f"{said} balances nothing here: the layout ({self.layout.describe()}) runs no "
+                "attention data parallelism, and an export writes no attention_dp_config for it"
+            ]
+        if self.draft is not None:
+            return [
+                f"{said} is not simulated: an engine that speculates pools its attention ranks "
+                "(§F9), so these figures are without it, though an export writes it"
+            ]
+        return []
 
     def positions(self, context):
         """Layer-positions a request of this context attends to and reads (§E2)."""

@@ -663,6 +663,8 @@ def _rate_and_notes(setup: RunSetup, measured: Measured, window: Window):
     traffic's, then whether the load outgrows the deployment, rejected requests and a short
     run."""
     rate_per_s, notes = setup.rate_per_s, [*setup.notes, *setup.instance.idle_copies_notes()]
+    if setup.gpus[2] == 0:  # the instance is every one run (in pools, the decode pool's only)
+        notes += setup.instance.balancing_notes()
     n, backlog, rejected = len(measured.arrivals), window.backlog, measured.rejected
     if not math.isfinite(rate_per_s):
         rate_per_s = math.nan

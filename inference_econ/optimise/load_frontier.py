@@ -15,7 +15,7 @@ from ..columns import ALL_IN
 from ..errors import InfeasibleError, plural
 from ..load.arrivals import Traffic
 from ..load.deployment import Deployment
-from ..load.engine import DEFAULT_ENGINE, IDLE_COPIES, EngineConfig
+from ..load.engine import BALANCING_NOT_RUN, DEFAULT_ENGINE, IDLE_COPIES, EngineConfig
 from ..load.targets import Targets
 from ..serving.derived_intervals import inverse_intervals
 from ..serving.setting import Setting, requests_metadata
@@ -80,6 +80,7 @@ def load_frontier(
                 if r.meets_targets:
                     row = r.row()
                     row["copies_idle"] = any(n.startswith(IDLE_COPIES) for n in r.notes)
+                    row["balancing_not_run"] = any(n.startswith(BALANCING_NOT_RUN) for n in r.notes)
                     speed = inverse_intervals(row, "tpot_mean_s", "tokens_per_s")
                     rows.append({"tokens_per_s": 1.0 / r.tpot_s.mean, **speed, **row})
                     if s.gpu.name not in ran:
@@ -102,6 +103,9 @@ def load_frontier(
     idle = sorted(set(points.loc[points["copies_idle"], "layout"]))
     if idle:  # copies held where no expert group is split over GPUs (``idle_copies_notes``)
         meta["redundant_experts_balance_nothing_on"] = "; ".join(idle)
+    unrun = sorted(set(points.loc[points["balancing_not_run"], "layout"]))
+    if unrun:  # balancing given where a layout has no attention DP (``balancing_notes``)
+        meta["adp_balance_not_run_on"] = "; ".join(unrun)
     if len(settings) > 1:
         meta["hardware"] = ", ".join(s.gpu.name for s in settings)
     if traffic.input_notes:  # the trace rows left out (unreadable): the load is the others'
