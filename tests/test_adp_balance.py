@@ -113,3 +113,24 @@ def test_a_load_frontier_names_the_layouts_whose_runs_do_not_balance():
         "8 GPUs: TP8 (attention TP8), PP1, 1-D, experts EP8 from a micro-batch of 64, "
         "tensor-split below"
     )
+
+
+def test_a_fleet_file_names_where_it_gives_a_balancing_its_engine_lacks():
+    """A fleet file's model under vLLM given adp_balance is refused naming the file and its
+    field, with the fix a file takes; it had been refused as the command line's --adp-balance,
+    with --engine to give, once the search reached it."""
+    from inference_econ.api.fleet import read_fleet
+
+    model = dict(model="DeepSeek-R1", arrival_rate_per_s=2, input_lengths="1000",
+                 output_lengths="200", adp_balance="0,60")  # fmt: skip
+    fleet = dict(hardware="H200", defaults=dict(engine="vllm", slo_tpot_p99_s=0.1),
+                 models=[model])  # fmt: skip
+    with pytest.raises(SpecError) as refused:
+        read_fleet(fleet)
+    assert str(refused.value) == (
+        "fleet: field 'models[0].adp_balance': is TensorRT-LLM's attention-DP balancing, and the "
+        "engine is vllm (drop adp_balance, or give 'engine: trtllm' to models[0])"
+    )
+    fleet["defaults"]["engine"] = "trtllm"
+    (planned,) = read_fleet(fleet)
+    assert planned.config.adp_balancing == (0, 60)

@@ -160,6 +160,7 @@ def _one_price(models: list, entries: list, source: str) -> None:
 def _model(source: str, i: int, entry: Any, defaults: dict, gpus, shared_from: str) -> FleetModel:
     """One model entry of a fleet file, checked, as a ``FleetModel``; a GPU of ``gpus`` (the
     file's top ``hardware``, or the argument: ``shared_from``) it cannot take names them."""
+    from ..load.engine import engine_config
     from ..optimise.fleet import FleetModel
     from ..specs.schema import Reader
 
@@ -187,6 +188,8 @@ def _model(source: str, i: int, entry: Any, defaults: dict, gpus, shared_from: s
         inputs = load_inputs({**defaults, **settings})
         need_targets(inputs.targets)
         chosen = settings_per_gpu(model, _names(own_gpus), inputs.problem)
+        for s in chosen:  # each GPU's scheduler: refuses what its engine has not (adp_balance)
+            engine_config(inputs.config, s)
     except SpecError as exc:
         if exc.source not in ("argument", ""):
             raise exc.inside(source, where) from None
@@ -201,6 +204,8 @@ def _model(source: str, i: int, entry: Any, defaults: dict, gpus, shared_from: s
         fix = exc.fix
         if exc.problem == "is missing":  # the API's fix names a flag: say where the file sets it
             fix = f"give '{field}' to {where} or under 'defaults' (examples/fleet.yaml)"
+        elif field == "adp_balance" and "TensorRT-LLM's" in exc.problem:  # the engine's
+            fix = f"drop adp_balance, or give 'engine: trtllm' to {where}"
         elif exc.problem == "no latency target given":  # its fix names flags --fleet refuses
             fix = (
                 f"give slo_ttft_p99_s, slo_tpot_p99_s or slo_e2e_p99_s to {where} or under "
