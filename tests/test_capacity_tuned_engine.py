@@ -166,3 +166,18 @@ def test_the_refusal_names_the_python_functions_that_take_a_budget_search():
         callable(api.export)
         and "give one budget: --step-tokens, step_token_budget in Python" in text
     )
+
+
+def test_the_work_estimate_counts_the_ideal_bound_once():
+    """A tuned search plans the expected plan at each of its 8 engine settings (DeepSeek-R1
+    under TensorRT-LLM: 4 budgets, each with and without balancing) and the ideal bound once,
+    at the chosen one: 9 searches where one plan takes 2 (the estimate had counted the bound
+    at every setting, 16, and refused work it would finish in time)."""
+    load = dict(LOAD, requests=2_000_000, prompt_tokens=1000, output_tokens=1000)
+    counts = []
+    for tuned in (False, True):
+        with pytest.raises(SpecError) as refused:
+            ie.capacity("DeepSeek-R1", "H200", tune_engine=tuned, **load)
+        counts.append(int(str(refused.value).split(" requests about ")[1].split(" ")[0]))
+    plain, tuned = counts
+    assert plain % 2 == 0 and tuned == 9 * plain // 2

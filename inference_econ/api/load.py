@@ -338,7 +338,7 @@ def capacity(
     _no_confidence_beside_a_bound(candidates[0], settings.get("confidence"))
     searched = [*candidates, *(s for pool in pools or () for s in pool)]
     budgets = _budgets_searched(inputs.config, searched, v["tune_engine"])
-    _check_capacity_work(candidates, pools, inputs, sizes, (1 + expected) * len(budgets), yes)
+    _check_capacity_work(candidates, pools, inputs, sizes, len(budgets) + expected, yes)
     plan, inputs = _at_budgets(budgets, candidates, pools, inputs, sizes, progress)
     if not expected:
         return plan
@@ -434,7 +434,8 @@ def _capacity_candidates(model, hardware, problem: dict, v: dict) -> tuple[list,
 
 def _check_capacity_work(candidates, pools, inputs: LoadInputs, sizes, runs: int, yes) -> None:
     """Refuse a capacity search estimated at more than ten minutes unless ``yes``: ``runs``
-    searches (the expected plan and the ideal bound) of every candidate's instance sizes."""
+    searches (the expected plan at each engine setting tried, and the ideal bound once, at the
+    chosen one) of every candidate's instance sizes."""
     from ..optimise.candidates import sizes_tried
     from ..optimise.load_search import SIMULATIONS_PER_SEARCH, check_budget
 
