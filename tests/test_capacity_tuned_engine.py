@@ -181,3 +181,10 @@ def test_the_work_estimate_counts_the_ideal_bound_once():
         counts.append(int(str(refused.value).split(" requests about ")[1].split(" ")[0]))
     plain, tuned = counts
     assert plain % 2 == 0 and tuned == 9 * plain // 2
+
+
+def test_the_help_says_which_plans_try_the_balancing():
+    """Only a MoE model under TensorRT-LLM is tuned with attention-DP balancing (a dense
+    model's search tries the budgets alone): the command's help says so, as the option's."""
+    text = " ".join(CliRunner().invoke(main, ["capacity", "--help"]).output.split())
+    assert "under TensorRT-LLM with a MoE model, with attention-DP balancing" in text

@@ -105,8 +105,8 @@ def capacity(model, hardware, gpus, prefill_gpus, figure, format, out, quiet, **
     """The cheapest deployment (GPU, GPUs per instance, instances; with --disaggregated also
     prefill/decode pools) that serves --rate within the latency targets: its $ per million
     tokens, GPUs, p99s and headroom (--tune-engine: also at 2,048-16,384 tokens a step and,
-    under TensorRT-LLM, with attention-DP balancing, the cheapest kept). With --gpus: the most load that deployment holds. With
-    --demand FILE (requests/s by hour): the cheapest mix of reserved capacity (--reserved-basis,
+    under TensorRT-LLM with a MoE model, with attention-DP balancing, the cheapest kept). With
+    --gpus: the most load that deployment holds. With --demand FILE (requests/s by hour): the cheapest mix of reserved capacity (--reserved-basis,
     default owned) and capacity bought by the hour (--burst-basis, default on-demand; spot with
     --spot-interruption) that meets the targets at every hour. With --power-cap-mw X: the
     cheapest plan within X MW of facility power, or the most tokens under it. With --fleet FILE
