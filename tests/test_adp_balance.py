@@ -134,3 +134,39 @@ def test_a_fleet_file_names_where_it_gives_a_balancing_its_engine_lacks():
     fleet["defaults"]["engine"] = "trtllm"
     (planned,) = read_fleet(fleet)
     assert planned.config.adp_balancing == (0, 60)
+
+
+ROWS = """source,model,precision,hardware,n_gpus,parallelism,batch_or_concurrency,input_len,output_len,metric,value,unit,notes,licence
+run a,DeepSeek-R1,FP8,H200,8,TP8 EP8 attn-DP,concurrency 64,1000,1000,mean_TPOT,60,ms,"TensorRT-LLM 1.2.1; {a}",CC0
+run b,DeepSeek-R1,FP8,H200,8,TP8 EP8 attn-DP,concurrency 64,1000,1000,mean_TPOT,60,ms,TensorRT-LLM 1.2.1,CC0
+run c,DeepSeek-R1,FP8,H200,8,TP8 EP8 attn-DP,concurrency 64,1000,1000,mean_TPOT,60,ms,"vLLM 0.11.0; {a}",CC0
+run d,DeepSeek-R1,FP8,H200,8,TP8 EP8 attn-DP,concurrency 64,1000,1000,mean_TPOT,60,ms,TensorRT-LLM 1.2.1; attention-DP balancing 0/0,CC0
+"""
+
+
+def test_a_result_that_states_the_balancing_is_replayed_with_it(tmp_path):
+    """An export's benchmark states the balancing its plan ran ("attention-DP balancing
+    2,6"), and compare-measured replays a row stating it so (a config's words too); under
+    another engine it says the balancing is not run, and a timeout of 0 leaves that row out
+    with its reason while the others are predicted."""
+    from inference_econ.export import benchmark_commands as bc
+    from inference_econ.measured.comparison import compare
+
+    load = dict(engine="trtllm", weight_bits=8, arrival_rate_per_s=20.0, input_lengths="1000",
+                output_lengths="1000", slo_ttft_p99_s=5.0, slo_tpot_p99_s=0.1, requests=100,
+                sizes=[8], adp_balance="2,6")  # fmt: skip
+    with fixed_layout(8, EngineLayout(8, 1, 8.0)):
+        plan = api.export("DeepSeek-R1", "H200", plan="capacity", **load)
+    assert bc.metadata(plan)["ie_stated"] == "attention-DP balancing 2,6"
+    for said in (
+        bc.stated(plan),
+        "attention_dp_config: {batching_wait_iters: 2, timeout_iters: 6}",
+    ):
+        path = tmp_path / "rows.csv"
+        path.write_text(ROWS.format(a=said))
+        t = compare(path, "achievable").table
+        assert list(t.status[:3]) == ["ok"] * 3, t[["status", "engine"]]
+        assert "attention-DP balancing 2/6 steps as stated" in t.engine[0]
+        assert "balancing" not in t.engine[1]
+        assert "attention-DP balancing as stated is TensorRT-LLM's: not run by vllm" in t.engine[2]
+        assert "attention-DP balancing '0', '0' is not read" in t.status[3]

@@ -13,7 +13,7 @@ import math
 import shlex
 
 from .engine_configs import FRONT_PORT, parallelism
-from .launch import LaunchPlan, launch_flags
+from .launch import LaunchPlan, launch_flags, step_budget
 
 #: How a result row states each engine's DeepEP exchange (``measured.overlap_words``
 #: reads the backend after the flag's name).
@@ -44,15 +44,22 @@ def _range_ratio(mean: float, sd: float) -> float:
 
 def stated(plan: LaunchPlan) -> str:
     """What the plan runs that a measured row states in its notes for ``compare-measured`` to
-    predict it so: its redundant experts, two-batch overlap or DeepEP's exchange, in the words
-    the reader takes ("32 redundant experts", "two-batch overlap", "moe_a2a_backend deepep");
-    "" for none."""
+    predict it so: its redundant experts, two-batch overlap or DeepEP's exchange, a step budget
+    other than the engine's default (one for every worker) and TensorRT-LLM's attention-DP
+    balancing where a worker runs attention DP, in the words the reader takes ("32 redundant
+    experts", "two-batch overlap", "moe_a2a_backend deepep", "step token budget 2048",
+    "attention-DP balancing 0,60"); "" for none."""
     copies = int(plan.setting.model.redundant_experts)
     said = [f"{copies} redundant experts"] if copies else []
     if plan.setting.assumptions.two_batch_overlap:
         said.append("two-batch overlap")
     elif plan.setting.assumptions.deepep:  # the backend in the words its flag has
         said.append(f"{DEEPEP_BACKEND[plan.engine]} deepep")
+    budgets = {w.token_budget for w in plan.workers}
+    if len(budgets) == 1 and budgets != {step_budget(plan.engine, plan.setting.gpu)}:
+        said.append(f"step token budget {budgets.pop()}")
+    if plan.adp_balancing is not None and any(w.attention_dp > 1 for w in plan.workers):
+        said.append("attention-DP balancing {},{}".format(*plan.adp_balancing))
     return "; ".join(said)
 
 

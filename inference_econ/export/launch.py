@@ -298,7 +298,7 @@ def _profile(engine: str):
     return load_engine(engine)
 
 
-def _step_budget(engine: str, gpu) -> int:
+def step_budget(engine: str, gpu) -> int:
     """The engine's default tokens per step on this GPU for a served (online) run: vLLM V1
     takes 8,192 on GPUs of 70 GiB or more but the A100 and 2,048 elsewhere (its profile's
     scheduler rules), where the profile's base figure is the latter."""
@@ -349,7 +349,7 @@ def point_plan(
     degrees = (*degrees[:3], e)
     context = prompt_tokens + output_tokens / 2.0  # the decode step's mean context (§B10)
     longest = longest_request(max_model_len, prompt_tokens + output_tokens, setting)
-    budget = _step_budget(engine, setting.gpu)
+    budget = step_budget(engine, setting.gpu)
     cap = rank_batch(engine, b, degrees[2])
     w = worker(setting, engine, "server", 1, degrees, cap, budget, context, longest, b)
     load = _closed_loop_load(prompt_tokens, output_tokens, b, requests)
@@ -601,7 +601,7 @@ def disagg_plan(
     decode_degrees = (*decode_degrees[:3], e)
     decode = worker(
         setting, engine, "decode", 1, decode_degrees, rank_batch(engine, b, decode_degrees[2]),
-        _step_budget(engine, setting.gpu), prompt_tokens + output_tokens / 2.0, longest, b,
+        step_budget(engine, setting.gpu), prompt_tokens + output_tokens / 2.0, longest, b,
     )  # fmt: skip
     require_fit([decode.memory])  # a decode worker that does not fit has no pool balance
     dis = dg.compare(
@@ -618,7 +618,7 @@ def disagg_plan(
             prefill_count,
             (1, n_p, 1, launched_degree(setting, n_p, engine)),
             prefill_batch,
-            _step_budget(engine, setting.gpu),
+            step_budget(engine, setting.gpu),
             prompt_tokens,
             longest,
         ),

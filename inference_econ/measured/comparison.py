@@ -196,6 +196,7 @@ def _question(r: MeasuredRow) -> tuple:
         r.chunked_prefill,
         r.mixed_chunk,
         r.admission_cadence,
+        r.adp_balancing,
         r.async_scheduling,
         r.two_batch_overlap,
         r.expert_exchange,

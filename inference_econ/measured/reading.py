@@ -102,8 +102,7 @@ class MeasuredRow:
     lengths: mlperf.Lengths | None = None
     concurrency: float | None = None
     batch_cap: float | None = None
-    #: The engine's token budget per step the row states (``max_num_tokens``); None: the
-    #: engine's default.
+    #: The engine's token budget per step the row states (``max_num_tokens``); None: default.
     token_budget: float | None = None
     #: Run by ``trtllm-bench`` with the limits it picks itself (``bench_limits``).
     bench_limits: bool = False
@@ -111,20 +110,19 @@ class MeasuredRow:
     graph_batch_sizes: tuple[int, ...] = ()
     #: The row states its engine fuses each row-parallel GEMM with its all-reduce (§F6).
     fused_allreduce: bool = False
-    #: The share of the memory left after the weights its engine gives the KV cache, as the
-    #: row states it (TensorRT-LLM's ``kv_cache_free_gpu_mem_fraction``, §F8); None: the
-    #: engine's default.
+    #: The share of the memory left after the weights its engine gives the KV cache, as stated
+    #: (TensorRT-LLM's ``kv_cache_free_gpu_mem_fraction``, §F8); None: the engine's default.
     kv_cache_fraction: float | None = None
-    #: Decode steps per scheduler call, chunked prefill and decoding mixed into the prefill
-    #: batches, as the row states its engine ran (vLLM's ``num_scheduler_steps`` and
-    #: ``enable_chunked_prefill``, SGLang's ``enable_mixed_chunk``, §F9); None: the harness's
-    #: or the engine's own.
+    #: Decode steps per schedule, chunked prefill and mixed chunks as the row states (vLLM's
+    #: ``num_scheduler_steps``, ``enable_chunked_prefill``, SGLang's ``enable_mixed_chunk``, §F9).
     scheduler_steps: int | None = None
     chunked_prefill: bool | None = None
     mixed_chunk: bool | None = None
     #: The prefill-admission cadence the row states its engine ran with (AMD's vLLM patch,
     #: ``semantics.cadence_of``, ``EngineConfig.admission_cadence``); None: none stated.
     admission_cadence: tuple[int, int] | None = None
+    #: TensorRT-LLM's attention-DP balancing the row states (wait, timeout steps; §F9).
+    adp_balancing: tuple[int, int] | None = None
     #: Whether the row states its vLLM engine ran with async scheduling (``semantics.async_of``:
     #: host work overlapped, an arrival joining the step after next, §F5); None: not stated.
     async_scheduling: bool | None = None
@@ -662,7 +660,7 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
     prefill_layout = layouts.prefill_pool_of(rec, context, where) if disaggregated else None
     cap, budget, kv_fraction, fused = _stated_engine(rec, scenario, cap, decode_text, where)
     steps, chunked, mixed = sem.scheduler_of(cell, scenario, context, where)
-    cadence = sem.cadence_of(cell, scenario, context, where)
+    cadence, balancing = sem.admission_of(cell, scenario, context, where)
     overlapped = sem.async_of(cell, scenario, context, where)
     two_batches = overlap_of(cell, scenario, context, where)
     exchange = exchange_of(cell, scenario, context, where)
@@ -697,6 +695,7 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
         chunked_prefill=chunked,
         mixed_chunk=mixed,
         admission_cadence=cadence,
+        adp_balancing=balancing,
         async_scheduling=overlapped,
         two_batch_overlap=two_batches,
         expert_exchange=exchange,

@@ -81,6 +81,8 @@ def harness_of(prof: EngineProfile, row: MeasuredRow, version) -> Harness:
     if row.scheduler_steps is not None:
         steps = row.scheduler_steps
     balancing = prof.harness_adp_balancing(harness, *key)
+    if row.adp_balancing is not None and prof.family == "trtllm":  # as the row states it (§F9)
+        balancing = row.adp_balancing
     exposed = prof.harness_host_overhead_exposed(harness, *key)
     memory = tuple(prof.harness_memory(harness, *key).items())
     router = prof.harness_router(harness, *key)
@@ -180,7 +182,12 @@ def engine_label(
         steps = f", {harness.steps} decode step{'s' if harness.steps > 1 else ''} per schedule as stated"
     if row.admission_cadence is not None and harness.cadence[0]:
         steps += f", {cadence_text(harness.cadence)} as stated"
+    if row.adp_balancing is not None and prof.family != "trtllm":
+        steps += f", attention-DP balancing as stated is TensorRT-LLM's: not run by {prof.family}"
+    elif row.adp_balancing is not None and not harness.name:
+        steps += ", attention-DP balancing {}/{} steps as stated".format(*row.adp_balancing)
     stated = (row.chunked_prefill, row.mixed_chunk, row.scheduler_steps, row.admission_cadence)
+    stated += (row.adp_balancing,)
     if not harness.name and any(v is not None for v in stated):
         label += (f", {prompts}" if said_prompts else "") + steps
     if unknown:

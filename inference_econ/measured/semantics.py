@@ -645,6 +645,61 @@ def cadence_of(text, scenario: str | None, notes: str = "", where: str = "") -> 
     return None
 
 
+#: TensorRT-LLM's attention-DP balancing a row states, as an export states it ("attention-DP
+#: balancing 0,60", also "0/60") or as its config writes it ("batching_wait_iters: 0,
+#: timeout_iters: 60"): (wait, timeout) steps.
+_BALANCING = (
+    re.compile(
+        r"attention[\s_-]*dp[\s_-]*balancing\s*[:=]?\s*(\S+?)\s*[,/]\s*([^\s;,)}\]]+)", re.I
+    ),
+    re.compile(
+        r"batching_wait_iters['\"]?\s*[:=]?\s*([^\s;,)}\]'\"]+).*?"
+        r"timeout_iters['\"]?\s*[:=]?\s*([^\s;,)}\]'\"]+)",
+        re.I,
+    ),
+)
+
+#: A config that turns the balancing off ("enable_balance: false").
+_BALANCE_OFF = re.compile(r"enable_balance['\"]?\s*[:=]\s*['\"]?(?:false|0|off)\b", re.I)
+
+
+def balancing_of(text, scenario: str | None, notes: str = "", where: str = "") -> tuple | None:
+    """(batching wait, timeout) steps of TensorRT-LLM's attention-DP balancing a row states its
+    engine ran with (``_BALANCING``, ``EngineConfig.adp_balancing``), in
+    ``batch_or_concurrency`` or else the notes (the row's scenario part); None where neither
+    states it. A count that is not a whole number (a timeout of at least 1), or two different
+    values for one scenario, is the row's ``SpecError``."""
+    for field, cell in (("batch_or_concurrency", text), ("notes", notes)):
+        part = scenario_part(cell, scenario).text
+        if _BALANCE_OFF.search(part):  # the config's iterations beside balancing turned off
+            continue
+        found = set()
+        for pattern in _BALANCING:
+            for m in pattern.finditer(part):
+                wait, timeout = m.group(1), m.group(2)
+                if not (re.fullmatch(r"\d{1,6}", wait) and re.fullmatch(r"\d{1,6}", timeout)) or (
+                    int(timeout) < 1
+                ):
+                    raise SpecError(
+                        where,
+                        field,
+                        f"attention-DP balancing {wait!r}, {timeout!r} is not read",
+                        "give the wait and timeout steps as whole numbers, the timeout at least"
+                        " 1: 'attention-DP balancing 0,60'",
+                    )
+                found.add((int(wait), int(timeout)))
+        value = _one_value(found, "attention-DP balancing", scenario, where, field)
+        if value is not None:
+            return value
+    return None
+
+
+def admission_of(text, scenario: str | None, notes: str = "", where: str = "") -> tuple:
+    """(prefill-admission cadence, attention-DP balancing) a row states its engine held its
+    prompts back by (``cadence_of``, ``balancing_of``); None for each it does not state."""
+    return cadence_of(text, scenario, notes, where), balancing_of(text, scenario, notes, where)
+
+
 #: Engines whose batch cap counts the requests of one attention data-parallel rank, not of the
 #: whole instance (the engine's own rule, with its sources: ``specs.engine``).
 CAP_PER_ATTENTION_RANK = LIMITS_PER_ATTENTION_RANK
