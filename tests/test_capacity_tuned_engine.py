@@ -164,7 +164,7 @@ def test_the_refusal_names_the_python_functions_that_take_a_budget_search():
     )
     assert (
         callable(api.export)
-        and "give one budget: --step-tokens, step_token_budget in Python" in text
+        and "set the engine yourself: --step-tokens and --adp-balance (step_token_budget" in text
     )
 
 

@@ -117,7 +117,8 @@ def load_inputs(
             "is read by the search of a capacity plan only (capacity --rate without"
             " --power-cap-mw, export --plan capacity; in Python ie.capacity and"
             " inference_econ.api.export)",
-            "drop it, or give one budget: --step-tokens, step_token_budget in Python",
+            "drop it, or set the engine yourself: --step-tokens and --adp-balance"
+            " (step_token_budget, adp_balance in Python)",
         )
     problem = _request_lengths(settings, traffic)
     given = {k: problem.pop(k) for k in table.names(table.LOAD) if k in problem}
