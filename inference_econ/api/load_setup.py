@@ -380,16 +380,14 @@ def _flat_config(v: dict) -> EngineConfig:
 def _adp_balancing(text: str | None) -> tuple[int, int] | None:
     """TensorRT-LLM's attention-DP balancing from ``adp_balance`` ('WAIT,TIMEOUT' steps, each
     at most ``ADP_BALANCING_MOST``)."""
-    from ..load.engine import ADP_BALANCING_MOST
+    from ..load.engine import ADP_BALANCING_MOST, adp_pair
 
     if text is None:
         return None
-    parts = [p.strip() for p in str(text).split(",")]
-    digits = len(str(ADP_BALANCING_MOST))  # longer text is over it (and int() refuses 4,300+)
-    if len(parts) == 2 and all(p.isascii() and p.isdigit() and len(p) <= digits for p in parts):
-        wait, timeout = int(parts[0]), int(parts[1])
-        if timeout >= 1 and max(wait, timeout) <= ADP_BALANCING_MOST:
-            return wait, timeout
+    parts = str(text).split(",")
+    pair = adp_pair(*parts) if len(parts) == 2 else None
+    if pair is not None:
+        return pair
     raise SpecError(
         "argument",
         "adp_balance",

@@ -54,6 +54,20 @@ if TYPE_CHECKING:
 #: (``EngineConfig.adp_balancing``; TensorRT-LLM's performance overview runs 0,60 and
 #: MLPerf's DeepSeek-R1 entries 2,6 and 3,9).
 ADP_BALANCING_MOST = 100_000
+
+
+def adp_pair(wait: str, timeout: str) -> tuple[int, int] | None:
+    """(wait, timeout) steps of an attention-DP balancing written as text, or None where they
+    are not whole numbers (ASCII digits), the timeout at least 1, each at most
+    ``ADP_BALANCING_MOST``: one rule for a setting and a measured row."""
+    digits = len(str(ADP_BALANCING_MOST))  # longer text is over it (and int() refuses 4,300+)
+    texts = (str(wait).strip(), str(timeout).strip())
+    if not all(t.isascii() and t.isdigit() and len(t) <= digits for t in texts):
+        return None
+    pair = int(texts[0]), int(texts[1])
+    return pair if pair[1] >= 1 and max(pair) <= ADP_BALANCING_MOST else None
+
+
 #: The prompt schedulings that run prompts first in steps of their own while decoding waits
 #: (§E3; the scheduler's policies, ``scheduling.PREFILL``, read it).
 PROMPTS_FIRST = ("separate", "chunked_separate")

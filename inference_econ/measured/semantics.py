@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..errors import SpecError
+from ..load.engine import ADP_BALANCING_MOST, adp_pair
 from ..specs.engine import LIMITS_PER_ATTENTION_RANK
 from ..specs.engine_terms import BY_TERM
 from .metric_names import Metric
@@ -676,18 +677,16 @@ def balancing_of(text, scenario: str | None, notes: str = "", where: str = "") -
         found = set()
         for pattern in _BALANCING:
             for m in pattern.finditer(part):
-                wait, timeout = m.group(1), m.group(2)
-                if not (re.fullmatch(r"\d{1,6}", wait) and re.fullmatch(r"\d{1,6}", timeout)) or (
-                    int(timeout) < 1
-                ):
+                pair = adp_pair(m.group(1), m.group(2))
+                if pair is None:
                     raise SpecError(
                         where,
                         field,
-                        f"attention-DP balancing {wait!r}, {timeout!r} is not read",
+                        f"attention-DP balancing {m.group(1)!r}, {m.group(2)!r} is not read",
                         "give the wait and timeout steps as whole numbers, the timeout at least"
-                        " 1: 'attention-DP balancing 0,60'",
+                        f" 1, each at most {ADP_BALANCING_MOST:,}: 'attention-DP balancing 0,60'",
                     )
-                found.add((int(wait), int(timeout)))
+                found.add(pair)
         value = _one_value(found, "attention-DP balancing", scenario, where, field)
         if value is not None:
             return value
