@@ -170,3 +170,28 @@ def test_a_result_that_states_the_balancing_is_replayed_with_it(tmp_path):
         assert "balancing" not in t.engine[1]
         assert "attention-DP balancing as stated is TensorRT-LLM's: not run by vllm" in t.engine[2]
         assert "attention-DP balancing '0', '0' is not read" in t.status[3]
+
+
+def test_a_row_states_the_balancing_as_an_export_or_a_config_writes_it():
+    """The words an export writes, TensorRT-LLM's config with both counts, one count (the
+    other at AttentionDpConfig's default, batching_wait_iters 10 and timeout_iters 50,
+    llm_args.py) or none, and a config that turns it off."""
+    from inference_econ.measured.semantics import balancing_of
+
+    said = {
+        "attention-DP balancing 0,60": (0, 60),
+        "attention-DP balancing 2/6 steps": (2, 6),
+        "attention_dp_config: {batching_wait_iters: 0, enable_balance: true, timeout_iters: 60}": (
+            0,
+            60,
+        ),
+        "attention_dp_config: {enable_balance: true}": (10, 50),
+        "'enable_balance': True, 'timeout_iters': 30": (10, 30),
+        "enable_balance: false, batching_wait_iters: 0, timeout_iters: 60": None,
+        "max_num_tokens 8192": None,
+    }
+    for text, pair in said.items():
+        assert balancing_of("", "server", text, "f.csv:2") == pair, text
+    assert balancing_of("Server: attention-DP balancing 3,9; Offline: x", "server") == (3, 9)
+    with pytest.raises(SpecError, match=r"f.csv:2.*notes.*'10', '0' is not read"):
+        balancing_of("", "server", "enable_balance: true, timeout_iters: 0", "f.csv:2")

@@ -54,6 +54,10 @@ if TYPE_CHECKING:
 #: (``EngineConfig.adp_balancing``; TensorRT-LLM's performance overview runs 0,60 and
 #: MLPerf's DeepSeek-R1 entries 2,6 and 3,9).
 ADP_BALANCING_MOST = 100_000
+#: The batching wait and timeout steps of a balancing switched on without them: the defaults
+#: of TensorRT-LLM's ``AttentionDpConfig`` (``tensorrt_llm/llmapi/llm_args.py``,
+#: ``batching_wait_iters`` 10, ``timeout_iters`` 50).
+ADP_BALANCING_DEFAULTS = (10, 50)
 
 
 def adp_pair(wait: str, timeout: str) -> tuple[int, int] | None:

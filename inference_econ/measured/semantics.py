@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..errors import SpecError
-from ..load.engine import ADP_BALANCING_MOST, adp_pair
+from ..load.engine import ADP_BALANCING_DEFAULTS, ADP_BALANCING_MOST, adp_pair
 from ..specs.engine import LIMITS_PER_ATTENTION_RANK
 from ..specs.engine_terms import BY_TERM
 from .metric_names import Metric
@@ -660,16 +660,37 @@ _BALANCING = (
     ),
 )
 
-#: A config that turns the balancing off ("enable_balance: false").
+#: A config that turns the balancing off ("enable_balance: false"), and one that turns it on.
 _BALANCE_OFF = re.compile(r"enable_balance['\"]?\s*[:=]\s*['\"]?(?:false|0|off)\b", re.I)
+_BALANCE_ON = re.compile(r"enable_balance['\"]?\s*[:=]\s*['\"]?(?:true|1|on)\b", re.I)
+#: Each step count of a config on its own ("timeout_iters: 60").
+_ITERS = tuple(
+    re.compile(name + r"['\"]?\s*[:=]?\s*([^\s;,)}\]'\"]+)", re.I)
+    for name in ("batching_wait_iters", "timeout_iters")
+)
+
+
+def _stated_pair(wait: str, timeout: str, where: str, field: str) -> tuple[int, int]:
+    """A row's balancing counts (``adp_pair``), or its ``SpecError`` naming them."""
+    pair = adp_pair(wait, timeout)
+    if pair is None:
+        raise SpecError(
+            where,
+            field,
+            f"attention-DP balancing {wait!r}, {timeout!r} is not read",
+            "give the wait and timeout steps as whole numbers, the timeout at least"
+            f" 1, each at most {ADP_BALANCING_MOST:,}: 'attention-DP balancing 0,60'",
+        )
+    return pair
 
 
 def balancing_of(text, scenario: str | None, notes: str = "", where: str = "") -> tuple | None:
     """(batching wait, timeout) steps of TensorRT-LLM's attention-DP balancing a row states its
     engine ran with (``_BALANCING``, ``EngineConfig.adp_balancing``), in
     ``batch_or_concurrency`` or else the notes (the row's scenario part); None where neither
-    states it. A count that is not a whole number (a timeout of at least 1), or two different
-    values for one scenario, is the row's ``SpecError``."""
+    states it; "enable_balance: true" with a count left out takes TensorRT-LLM's default for it
+    (``ADP_BALANCING_DEFAULTS``). A count that is not a whole number (a timeout of at least 1),
+    or two different values for one scenario, is the row's ``SpecError``."""
     for field, cell in (("batch_or_concurrency", text), ("notes", notes)):
         part = scenario_part(cell, scenario).text
         if _BALANCE_OFF.search(part):  # the config's iterations beside balancing turned off
@@ -677,16 +698,11 @@ def balancing_of(text, scenario: str | None, notes: str = "", where: str = "") -
         found = set()
         for pattern in _BALANCING:
             for m in pattern.finditer(part):
-                pair = adp_pair(m.group(1), m.group(2))
-                if pair is None:
-                    raise SpecError(
-                        where,
-                        field,
-                        f"attention-DP balancing {m.group(1)!r}, {m.group(2)!r} is not read",
-                        "give the wait and timeout steps as whole numbers, the timeout at least"
-                        f" 1, each at most {ADP_BALANCING_MOST:,}: 'attention-DP balancing 0,60'",
-                    )
-                found.add(pair)
+                found.add(_stated_pair(m.group(1), m.group(2), where, field))
+        if not found and _BALANCE_ON.search(part):  # the config's defaults for a count not given
+            counts = [p.search(part) for p in _ITERS]
+            texts = [m.group(1) if m else str(d) for m, d in zip(counts, ADP_BALANCING_DEFAULTS)]
+            found.add(_stated_pair(*texts, where, field))
         value = _one_value(found, "attention-DP balancing", scenario, where, field)
         if value is not None:
             return value
