@@ -160,7 +160,7 @@ def test_a_result_that_states_the_balancing_is_replayed_with_it(tmp_path):
     assert bc.metadata(plan)["ie_stated"] == "attention-DP balancing 2,6"
     for said in (
         bc.stated(plan),
-        "attention_dp_config: {batching_wait_iters: 2, timeout_iters: 6}",
+        "attention_dp_config: {enable_balance: true, batching_wait_iters: 2, timeout_iters: 6}",
     ):
         path = tmp_path / "rows.csv"
         path.write_text(ROWS.format(a=said))
@@ -173,9 +173,10 @@ def test_a_result_that_states_the_balancing_is_replayed_with_it(tmp_path):
 
 
 def test_a_row_states_the_balancing_as_an_export_or_a_config_writes_it():
-    """The words an export writes, TensorRT-LLM's config with both counts, one count (the
-    other at AttentionDpConfig's default, batching_wait_iters 10 and timeout_iters 50,
-    llm_args.py) or none, and a config that turns it off."""
+    """The words an export writes, a config that switches it on (TensorRT-LLM's or MLPerf's
+    harness's) with both counts in either order, one count (the other at AttentionDpConfig's
+    default, batching_wait_iters 10 and timeout_iters 50, llm_args.py) or none; counts without
+    the switch, or with it off, are no balancing (the engine's default is off)."""
     from inference_econ.measured.semantics import balancing_of
 
     said = {

@@ -186,3 +186,28 @@ def test_the_help_says_which_plans_try_the_balancing():
     model's search tries the budgets alone): the command's help says so, as the option's."""
     text = " ".join(CliRunner().invoke(main, ["capacity", "--help"]).output.split())
     assert "under TensorRT-LLM with a MoE model, with attention-DP balancing" in text
+
+
+def test_a_tuned_plan_draws_its_curve_at_the_settings_it_chose(tmp_path, figures_named_only):
+    """capacity --tune-engine --figure: the chosen deployment's latency curve is swept at the
+    plan's chosen step budget (the flag itself is the plan's search, not the curve's)."""
+    from inference_econ.api import load as api_load
+
+    swept = []
+    real = api_load.max_load
+
+    def max_load(*args, **kwargs):
+        swept.append(kwargs)
+        return real(*args, **kwargs)
+
+    args = ["capacity", "Llama 3.1 8B", "-H", "H100", "--engine", "trtllm", "--rate", "30",
+            "--prompt-tokens", "6000", "--output-tokens", "200", "--slo-tpot-p99", "0.04",
+            "--slo-ttft-p99", "5", "--requests", "200", "--tune-engine",
+            "--figure", str(tmp_path / "curve.png"), "-q"]  # fmt: skip
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(api_load, "max_load", max_load)
+        patch.setattr(ie.api, "max_load", max_load, raising=False)
+        result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    (kw,) = swept
+    assert kw["step_token_budget"] == 2048 and "tune_engine" not in kw

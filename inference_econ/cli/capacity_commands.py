@@ -276,7 +276,13 @@ def _chosen_curve(model, plan, kwargs, say):
     from .. import api
 
     d = plan.deployment
-    given = {k: v for k, v in kwargs.items() if k not in ("disaggregated", "max_gpus")}
+    left = ("disaggregated", "max_gpus", "tune_engine")  # the plan's, not the curve's
+    given = {k: v for k, v in kwargs.items() if k not in left}
+    tuned = plan.config  # the engine's settings a tuned plan chose, the curve's too
+    if tuned is not None and "step_token_budget" not in tuned.engine_own:
+        given["step_token_budget"] = tuned.step_token_budget
+    if tuned is not None and tuned.adp_balancing is not None:
+        given["adp_balance"] = "{},{}".format(*tuned.adp_balancing)
     if d.disaggregated:
         given.update(
             prefill_gpus=d.prefill_gpus_per_instance, prefill_instances=d.prefill_instances

@@ -646,24 +646,17 @@ def cadence_of(text, scenario: str | None, notes: str = "", where: str = "") -> 
     return None
 
 
-#: TensorRT-LLM's attention-DP balancing a row states, as an export states it ("attention-DP
-#: balancing 0,60", also "0/60") or as its config writes it ("batching_wait_iters: 0,
-#: timeout_iters: 60"): (wait, timeout) steps.
-_BALANCING = (
-    re.compile(
-        r"attention[\s_-]*dp[\s_-]*balancing\s*[:=]?\s*(\S+?)\s*[,/]\s*([^\s;,)}\]]+)", re.I
-    ),
-    re.compile(
-        r"batching_wait_iters['\"]?\s*[:=]?\s*([^\s;,)}\]'\"]+).*?"
-        r"timeout_iters['\"]?\s*[:=]?\s*([^\s;,)}\]'\"]+)",
-        re.I,
-    ),
+#: TensorRT-LLM's attention-DP balancing as an export's benchmark states it ("attention-DP
+#: balancing 0,60", also "0/60"): (wait, timeout) steps.
+_BALANCING = re.compile(
+    r"attention[\s_-]*dp[\s_-]*balancing\s*[:=]?\s*(\S+?)\s*[,/]\s*([^\s;,)}\]]+)", re.I
 )
-
-#: A config that turns the balancing off ("enable_balance: false"), and one that turns it on.
-_BALANCE_OFF = re.compile(r"enable_balance['\"]?\s*[:=]\s*['\"]?(?:false|0|off)\b", re.I)
-_BALANCE_ON = re.compile(r"enable_balance['\"]?\s*[:=]\s*['\"]?(?:true|1|on)\b", re.I)
-#: Each step count of a config on its own ("timeout_iters: 60").
+#: A config that turns the balancing on or off: TensorRT-LLM's ``enable_balance``, MLPerf's
+#: harness ``adp_balancing_enable``.
+_SWITCH = r"(?:enable_balance|adp_balancing_enable)['\"]?\s*[:=]\s*['\"]?"
+_BALANCE_ON = re.compile(_SWITCH + r"(?:true|1|on)\b", re.I)
+_BALANCE_OFF = re.compile(_SWITCH + r"(?:false|0|off)\b", re.I)
+#: Each step count of a config, in either order ("timeout_iters: 60").
 _ITERS = tuple(
     re.compile(name + r"['\"]?\s*[:=]?\s*([^\s;,)}\]'\"]+)", re.I)
     for name in ("batching_wait_iters", "timeout_iters")
@@ -686,20 +679,18 @@ def _stated_pair(wait: str, timeout: str, where: str, field: str) -> tuple[int, 
 
 def balancing_of(text, scenario: str | None, notes: str = "", where: str = "") -> tuple | None:
     """(batching wait, timeout) steps of TensorRT-LLM's attention-DP balancing a row states its
-    engine ran with (``_BALANCING``, ``EngineConfig.adp_balancing``), in
-    ``batch_or_concurrency`` or else the notes (the row's scenario part); None where neither
-    states it; "enable_balance: true" with a count left out takes TensorRT-LLM's default for it
-    (``ADP_BALANCING_DEFAULTS``). A count that is not a whole number (a timeout of at least 1),
-    or two different values for one scenario, is the row's ``SpecError``."""
+    engine ran with (``EngineConfig.adp_balancing``), in ``batch_or_concurrency`` or else the
+    notes (the row's scenario part): an export's words (``_BALANCING``), or a config that
+    switches it on (``_BALANCE_ON``; off by default, so counts alone are not the balancing),
+    a count it leaves out at TensorRT-LLM's default (``ADP_BALANCING_DEFAULTS``); None where
+    neither states it. A count that is not a whole number (a timeout of at least 1), or two
+    different values for one scenario, is the row's ``SpecError``."""
     for field, cell in (("batch_or_concurrency", text), ("notes", notes)):
         part = scenario_part(cell, scenario).text
-        if _BALANCE_OFF.search(part):  # the config's iterations beside balancing turned off
-            continue
-        found = set()
-        for pattern in _BALANCING:
-            for m in pattern.finditer(part):
-                found.add(_stated_pair(m.group(1), m.group(2), where, field))
-        if not found and _BALANCE_ON.search(part):  # the config's defaults for a count not given
+        found = {
+            _stated_pair(m.group(1), m.group(2), where, field) for m in _BALANCING.finditer(part)
+        }
+        if _BALANCE_ON.search(part) and not _BALANCE_OFF.search(part):
             counts = [p.search(part) for p in _ITERS]
             texts = [m.group(1) if m else str(d) for m, d in zip(counts, ADP_BALANCING_DEFAULTS)]
             found.add(_stated_pair(*texts, where, field))
