@@ -58,7 +58,7 @@ def test_a_capacity_export_writes_the_balancing_where_a_worker_runs_attention_dp
 )  # fmt: skip
 def test_a_balancing_that_is_not_two_step_counts_is_refused(text):
     """Each count is a whole number of steps up to 100,000: a longer one (a number of 5,000
-    digits, which int() refuses to read, had ended in a traceback) is refused in one line."""
+    digits, which int() refuses to read) is refused in one line, not a traceback."""
     with pytest.raises(SpecError, match=r"adp_balance.*WAIT,TIMEOUT.*at most 100,000"):
         ie.simulate_load("DeepSeek-R1", "H200", gpus=8, adp_balance=text, **RUN)
 
@@ -87,7 +87,7 @@ def test_a_balancing_is_refused_off_tensorrt_llm_in_one_line():
 def test_a_run_says_where_its_balancing_is_not_run():
     """Where the layout has one attention group there is nothing to balance, and where the
     engine speculates its ranks are pooled (§F9): each run says so in a note, beside the
-    balancing its metadata states (the figures had been the unbalanced run's without a word)."""
+    balancing its metadata states (the figures are the unbalanced run's)."""
     run = dict(RUN, arrival_rate_per_s=4, requests=200, adp_balance="0,60")
     tp = ie.simulate_load("DeepSeek-R1", "H200", gpus=8, layout="TP8", **run)
     (note,) = [n for n in tp.notes if n.startswith("attention-DP balancing")]
@@ -117,8 +117,8 @@ def test_a_load_frontier_names_the_layouts_whose_runs_do_not_balance():
 
 def test_a_fleet_file_names_where_it_gives_a_balancing_its_engine_lacks():
     """A fleet file's model under vLLM given adp_balance is refused naming the file and its
-    field, with the fix a file takes; it had been refused as the command line's --adp-balance,
-    with --engine to give, once the search reached it."""
+    field, with the fix a file takes, when the file is read (not as the command line's
+    --adp-balance once the search reaches it)."""
     from inference_econ.api.fleet import read_fleet
 
     model = dict(model="DeepSeek-R1", arrival_rate_per_s=2, input_lengths="1000",
@@ -196,3 +196,18 @@ def test_a_row_states_the_balancing_as_an_export_or_a_config_writes_it():
     assert balancing_of("Server: attention-DP balancing 3,9; Offline: x", "server") == (3, 9)
     with pytest.raises(SpecError, match=r"f.csv:2.*notes.*'10', '0' is not read"):
         balancing_of("", "server", "enable_balance: true, timeout_iters: 0", "f.csv:2")
+
+
+def test_a_point_export_refuses_a_load_setting_naming_the_plan_that_reads_it():
+    """A point export is given its GPUs and batch: a load setting (the balancing, a step
+    budget, a tuned search) is refused naming plan='capacity', not as an unknown setting."""
+    point = dict(engine="trtllm", gpus=1, batch=8, prompt_tokens=100, output_tokens=10)
+    for name, value in (
+        ("adp_balance", "0,60"),
+        ("step_token_budget", 2048),
+        ("tune_engine", True),
+    ):
+        with pytest.raises(
+            SpecError, match=rf"'{name}': is a load setting, read by plan='capacity'"
+        ):
+            api.export("Llama 3.1 8B", "H100", **point, **{name: value})

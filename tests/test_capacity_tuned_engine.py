@@ -94,7 +94,7 @@ def test_a_budget_the_engine_takes_on_some_gpus_only_is_searched_on_every_gpu():
 
 def test_the_note_prices_each_budget_in_dollars_and_cents_at_any_size():
     """The note's prices are written as the plan's other prices are, in dollars and cents: a
-    load of 20,000 req/s costs over $10,000 an hour at three budgets, which had read
+    load of 20,000 req/s costs over $10,000 an hour at three budgets, never written as
     "$1.24e+04 an hour"."""
     load = dict(LOAD, arrival_rate_per_s=20000)
     plan = ie.capacity("Llama 3.1 8B", "H100", sizes=[2], tune_engine=True, **load)
@@ -110,7 +110,7 @@ def test_the_note_states_whose_budget_it_is_under_attention_data_parallelism():
     the instance's eight times it (the run's step_token_budget), and the note gives both, each
     budget with and without TensorRT-LLM's attention-DP balancing; SGLang's
     --chunked-prefill-size is the instance's, which SGLang shares among its ranks, and the note
-    says so (it had called every engine's budget an attention rank's)."""
+    says so."""
     from inference_econ.load.deployment import fixed_layout
     from inference_econ.model.mixed_step import EngineLayout
 
@@ -152,25 +152,22 @@ def test_the_note_states_whose_budget_it_is_under_attention_data_parallelism():
 
 def test_the_refusal_names_the_python_functions_that_take_a_budget_search():
     """Refused beside a simulation, the search names the functions that read it as Python has
-    them: ``ie.capacity`` and ``inference_econ.api.export`` (it had named an ``ie.export``,
-    which is no function)."""
+    them, ``ie.capacity`` and ``inference_econ.api.export`` (``ie.export`` is the package
+    of launch files, no function), and the settings that set the engine by hand."""
     with pytest.raises(SpecError) as refused:
         ie.simulate_load("Llama 3.1 8B", "H100", gpus=1, tune_engine=True, **LOAD)
     text = str(refused.value)
-    assert (
-        "in Python ie.capacity and inference_econ.api.export)" in text and "ie.export" not in text
-    )
-    assert (
-        callable(api.export)
-        and "set the engine yourself: --step-tokens and --adp-balance (step_token_budget" in text
-    )
+    assert "in Python ie.capacity and inference_econ.api.export)" in text
+    assert "ie.export" not in text
+    assert callable(ie.capacity) and callable(api.export)
+    assert "set the engine yourself: --step-tokens and --adp-balance (step_token_budget" in text
 
 
 def test_the_work_estimate_counts_the_ideal_bound_once():
     """A tuned search plans the expected plan at each of its 8 engine settings (DeepSeek-R1
     under TensorRT-LLM: 4 budgets, each with and without balancing) and the ideal bound once,
-    at the chosen one: 9 searches where one plan takes 2 (the estimate had counted the bound
-    at every setting, 16, and refused work it would finish in time)."""
+    at the chosen one: 9 searches where one plan takes 2 (not 16: work it would finish in
+    time is not refused)."""
     load = dict(LOAD, requests=2_000_000, prompt_tokens=1000, output_tokens=1000)
     counts = []
     for tuned in (False, True):
@@ -211,3 +208,63 @@ def test_a_tuned_plan_draws_its_curve_at_the_settings_it_chose(tmp_path, figures
     assert result.exit_code == 0, result.output
     (kw,) = swept
     assert kw["step_token_budget"] == 2048 and "tune_engine" not in kw
+
+
+def test_the_cheapest_setting_wins_by_its_n_plus_one_price_then_its_load():
+    """``cheapest_of_budgets`` over plans priced by hand: the cheapest plan (by its N+1 plan's
+    price where it has one) wins, a tie goes to the one holding more load, then to the first;
+    a setting with no plan is listed as such, and none at all is one error naming each."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from inference_econ.errors import InfeasibleError
+    from inference_econ.load.engine import EngineConfig
+    from inference_econ.optimise.capacity import cheapest_of_budgets
+
+    @dataclasses.dataclass(frozen=True)
+    class Plan:
+        result: object
+        max_rate_per_s: float
+        redundancy: object = None
+        notes: tuple = ()
+        deployment: object = dataclasses.field(
+            default_factory=lambda: SimpleNamespace(describe=lambda: "2 x 8 GPUs")
+        )
+
+    def plan(usd, rate, n_plus_one=None):
+        red = (
+            None
+            if n_plus_one is None
+            else SimpleNamespace(result=SimpleNamespace(usd_per_hour=n_plus_one))
+        )
+        return Plan(SimpleNamespace(usd_per_hour=usd, hardware="H200-SXM", engine=None), rate, red)
+
+    configs = [(f"{b:,}", EngineConfig(step_token_budget=b), b) for b in (8192, 2048, 4096)]
+
+    def chosen(plans):
+        by = dict(zip((c for _, c, _ in configs), plans))
+        _, config = cheapest_of_budgets(lambda c: by[c], configs)
+        return config.step_token_budget
+
+    assert chosen([plan(30, 5), plan(20, 5), plan(25, 9)]) == 2048  # the cheapest
+    assert chosen([plan(20, 5), plan(20, 6), plan(20, 6)]) == 2048  # more load, then first
+    assert chosen([plan(20, 5, 40), plan(10, 5, 50), plan(30, 5, 35)]) == 4096  # its N+1 price
+    assert chosen([plan(20, 5), None, plan(20, 5)]) == 8192  # a tie kept at the first
+
+    def none(c):
+        raise InfeasibleError(f"nothing at {c.step_token_budget}")
+
+    with pytest.raises(InfeasibleError, match="every step budget searched: 8,192: nothing at 8192"):
+        cheapest_of_budgets(none, configs)
+    by = {8192: None, 2048: plan(20, 5), 4096: None}
+
+    def some(c):
+        if by[c.step_token_budget] is None:
+            none(c)
+        return by[c.step_token_budget]
+
+    best, _ = cheapest_of_budgets(some, configs)
+    assert (
+        "8,192: none holds the targets; 2,048: 2 x 8 GPUs H200-SXM, $20.00 an hour (chosen)"
+        in best.notes[-1]
+    )

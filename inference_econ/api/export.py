@@ -289,6 +289,16 @@ def _check_export(engine: str, plan: str, settings: dict, hardware=None, model=N
             "GPUs and batch",
             "use plan='frontier' with pick or speed, or drop ttft_max_s",
         )  # fmt: skip
+    if plan != "capacity":  # a load's settings: the capacity plan's, not a point's
+        given = [k for k in table.names(table.LOAD) if settings.get(k) not in (None, False)]
+        if given:
+            raise SpecError(
+                "argument",
+                given[0],
+                f"is a load setting, read by plan='capacity' only (a {plan} export is planned "
+                "for its GPUs and batch, at the engine's own limits)",
+                f"drop {given[0]}, or give plan='capacity' with a rate and targets",
+            )
     if isinstance(model, Setting):  # priced at the engine version it launches (its own)
         raise SpecError(
             "argument", "model",

@@ -160,7 +160,7 @@ def _one_price(models: list, entries: list, source: str) -> None:
 def _model(source: str, i: int, entry: Any, defaults: dict, gpus, shared_from: str) -> FleetModel:
     """One model entry of a fleet file, checked, as a ``FleetModel``; a GPU of ``gpus`` (the
     file's top ``hardware``, or the argument: ``shared_from``) it cannot take names them."""
-    from ..load.engine import engine_config
+    from ..load.engine import NO_BALANCING, engine_config
     from ..optimise.fleet import FleetModel
     from ..specs.schema import Reader
 
@@ -204,7 +204,7 @@ def _model(source: str, i: int, entry: Any, defaults: dict, gpus, shared_from: s
         fix = exc.fix
         if exc.problem == "is missing":  # the API's fix names a flag: say where the file sets it
             fix = f"give '{field}' to {where} or under 'defaults' (examples/fleet.yaml)"
-        elif field == "adp_balance" and "TensorRT-LLM's" in exc.problem:  # the engine's
+        elif field == "adp_balance" and exc.problem.startswith(NO_BALANCING):  # the engine's
             fix = f"drop adp_balance, or give 'engine: trtllm' to {where}"
         elif exc.problem == "no latency target given":  # its fix names flags --fleet refuses
             fix = (

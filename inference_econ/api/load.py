@@ -339,7 +339,7 @@ def capacity(
     searched = [*candidates, *(s for pool in pools or () for s in pool)]
     budgets = _budgets_searched(inputs.config, searched, v["tune_engine"])
     _check_capacity_work(candidates, pools, inputs, sizes, len(budgets) + expected, yes)
-    plan, inputs = _at_budgets(budgets, candidates, pools, inputs, sizes, progress)
+    plan, chosen = _at_budgets(budgets, candidates, pools, inputs, sizes, progress)
     if not expected:
         return plan
     bounds = [ideal(s) for s in candidates]
@@ -348,12 +348,12 @@ def capacity(
     try:  # the same search under the ideal preset (no failures: a bound)
         ideal_pools = None if pools is None else tuple([ideal(s) for s in p] for p in pools)
         largest = max(sizes_tried(candidates[0], sizes, candidates[0].max_gpus))
-        limits = bound_config(inputs.config, candidates[0], largest)
+        limits = bound_config(inputs.config, candidates[0], largest)  # the caller's limits
         bound = _cheapest(bounds, ideal_pools, inputs._replace(config=limits), sizes, progress)
     except InfeasibleError as exc:
         bound = str(exc)
     return confident_plan(
-        plan, v["confidence"], bound, candidates, inputs.traffic, inputs.config, progress
+        plan, v["confidence"], bound, candidates, inputs.traffic, chosen, progress
     )
 
 
@@ -361,39 +361,47 @@ def _budgets_searched(config, settings: list[Setting], search: bool) -> list:
     """(label, config, tokens) of the engine settings a capacity search plans with: ``config``
     alone, or with ``search`` each of ``STEP_TOKEN_SEARCH`` beside the engine's own on each GPU
     of ``settings`` (the candidates' and the pools'; ``optimise.capacity.budget_configs``), and
-    under TensorRT-LLM with a MoE model and no balancing given, each with its attention-DP
-    balancing too."""
+    where every setting's engine balances attention-DP ranks and runs attention DP for its
+    model (``_balances``) and no balancing is given, each with that balancing too."""
     from ..load.engine import engine_config
     from ..optimise.capacity import budget_configs
 
     if not search:
         return [("", config, None)]
     own = {s.gpu.name: engine_config(config, s).step_token_budget for s in settings}
-    balance = config.adp_balancing is None and all(
-        s.model.is_moe and getattr(s.assumptions.profile(), "family", None) == "trtllm"
-        for s in settings
-    )  # TensorRT-LLM's attention-DP balancing, where a MoE model may run attention DP
+    balance = config.adp_balancing is None and all(_balances(s) for s in settings)
     return budget_configs(config, own, balance)
 
 
+def _balances(setting: Setting) -> bool:
+    """Whether the setting's engine balances attention-DP ranks and runs attention DP for its
+    model's class (the profile's layout features)."""
+    from ..load.engine import balances_attention_dp
+    from ..specs.features import ATTENTION_DP_FEATURES
+
+    prof = setting.assumptions.profile()
+    if not balances_attention_dp(prof):
+        return False
+    return bool(set(prof.layout_features(setting.model.model_class)) & set(ATTENTION_DP_FEATURES))
+
+
 def _at_budgets(budgets, candidates, pools, inputs: LoadInputs, sizes, progress):
-    """(plan, inputs) of the cheapest plan over the step ``budgets`` (``_budgets_searched``):
-    the one budget's, or the cheapest budget's with its limits in the plan and the inputs;
-    sized for failures where the inputs ask (``failures``)."""
+    """(plan, scheduler config) of the cheapest plan over the engine settings ``budgets``
+    (``_budgets_searched``): the one setting's, or the cheapest one's with its config in the
+    plan too; sized for failures where the inputs ask (``failures``)."""
     from ..load.failures import Failures
     from ..optimise.capacity import cheapest_of_budgets
 
     v = inputs.other
     failures = Failures(v["gpu_mtbf_hours"], v["repair_hours"]) if v["failures"] else None
-
     if len(budgets) == 1:
-        return _cheapest(candidates, pools, inputs, sizes, progress, failures), inputs
+        return _cheapest(candidates, pools, inputs, sizes, progress, failures), inputs.config
     plan, chosen = cheapest_of_budgets(
         lambda c: _cheapest(candidates, pools, inputs._replace(config=c), sizes, progress,
                             failures),
         budgets, progress,
     )  # fmt: skip
-    return dataclasses.replace(plan, config=chosen), inputs._replace(config=chosen)
+    return dataclasses.replace(plan, config=chosen), chosen
 
 
 def _no_confidence_beside_a_bound(setting: Setting, confidence) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import shlex
 
+from ..load.engine import balancing_words
 from .engine_configs import FRONT_PORT, parallelism
 from .launch import LaunchPlan, launch_flags, step_budget
 
@@ -59,7 +60,7 @@ def stated(plan: LaunchPlan) -> str:
     if len(budgets) == 1 and budgets != {step_budget(plan.engine, plan.setting.gpu)}:
         said.append(f"step token budget {budgets.pop()}")
     if plan.adp_balancing is not None and any(w.attention_dp > 1 for w in plan.workers):
-        said.append("attention-DP balancing {},{}".format(*plan.adp_balancing))
+        said.append(balancing_words(plan.adp_balancing))
     return "; ".join(said)
 
 

@@ -23,6 +23,7 @@ from ..serving.memory import MemoryCheck, check_worker, require_fit
 from ..serving.setting import Setting
 from ..serving.speculative import SpecDecoding
 from ..serving.support import plan_line
+from ..specs.features import ATTENTION_DP_FEATURES
 from .eplb import balancer_launches
 from .experts import expert_note, launched_degree, point_degree
 from .overlap import overlap_launches
@@ -188,11 +189,6 @@ def layout_degrees(
     return p, t, t // a, launched_degree(setting, t, engine)
 
 
-#: The layout features under which an engine runs attention over fewer GPUs than its tensor
-#: group (docs/model-part-f.md §F11): data-parallel attention ranks.
-ATTENTION_DP_FEATURES = ("attention_data", "attention_data_whole")
-
-
 def _refuse_dense_attention_dp(setting: Setting, engine: str, t: int, a: int) -> None:
     """Refuse a tensor group of ``t`` GPUs whose attention the plan runs on ``a`` GPUs
     (attention data parallelism) where the engine runs that for no model of this class: the
@@ -203,9 +199,7 @@ def _refuse_dense_attention_dp(setting: Setting, engine: str, t: int, a: int) ->
     own offers no such layout (``latency.engine_attention_degrees``)."""
     if a >= t:
         return
-    m = setting.model
-    att = m.attention
-    model_class = "mla" if att.kind == "mla" else "moe" if m.is_moe else "dense"
+    model_class = setting.model.model_class
     if set(_profile(engine).layout_features(model_class)) & set(ATTENTION_DP_FEATURES):
         return
     why = f"as the {setting.assumptions.name} preset, which runs every layout, chose"

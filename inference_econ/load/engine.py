@@ -42,6 +42,7 @@ from ..specs.engine import (
     Admission,
     PrefillMode,
 )
+from ..specs.features import ADP_BALANCING_ENGINES
 from .kv_tiers import KvTier, TierSpace, check_tiers, tier_space
 from .layout_choice import SATURATED, OfferedLoad, choose_layout, layout_capacity
 from .speculation import DraftEngine, SpecSchedule, draft_engine, resident_draft
@@ -58,6 +59,21 @@ ADP_BALANCING_MOST = 100_000
 #: of TensorRT-LLM's ``AttentionDpConfig`` (``tensorrt_llm/llmapi/llm_args.py``,
 #: ``batching_wait_iters`` 10, ``timeout_iters`` 50).
 ADP_BALANCING_DEFAULTS = (10, 50)
+#: How the refusal of a balancing under an engine without it begins (a fleet file's reader
+#: gives its own fix for it).
+NO_BALANCING = "is TensorRT-LLM's attention-DP balancing"
+
+
+def balances_attention_dp(prof) -> bool:
+    """Whether the engine of the profile ``prof`` (None: the ideal engine, whose ranks are
+    pooled) can balance its attention-DP ranks (``features.ADP_BALANCING_ENGINES``)."""
+    return prof is not None and prof.family in ADP_BALANCING_ENGINES
+
+
+def balancing_words(pair: tuple[int, int], sep: str = ",") -> str:
+    """A balancing as an export's benchmark and a label state it ("attention-DP balancing
+    0,60"), which a measured row's reader takes back (``semantics.balancing_of``)."""
+    return f"attention-DP balancing {pair[0]}{sep}{pair[1]}"
 
 
 def adp_pair(wait: str, timeout: str) -> tuple[int, int] | None:
@@ -344,11 +360,12 @@ def engine_config(config: EngineConfig, setting: Setting) -> EngineConfig:
     pooled). The same rule as the replay of measured rows, so that
     ``simulate``, ``capacity`` and ``compare-measured`` run one engine model."""
     prof = setting.assumptions.profile()
-    if config.adp_balancing is not None and (prof is None or prof.family != "trtllm"):
+    if config.adp_balancing is not None and not balances_attention_dp(prof):
         raise SpecError(
             "argument",
             "adp_balance",
-            "is TensorRT-LLM's attention-DP balancing, and the engine is "
+            NO_BALANCING
+            + ", and the engine is "
             + (
                 f"{prof.family}"
                 if prof is not None
@@ -493,7 +510,7 @@ class Instance:
         pair = self.config.adp_balancing
         if pair is None:
             return []
-        said = BALANCING_NOT_RUN + "{},{}".format(*pair)
+        said = balancing_words(pair)
         if int(round(self.layout.attention_divisor)) < 2:
             return [
                 f"{said} balances nothing here: the layout ({self.layout.describe()}) runs no "

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 
 from ..errors import short
-from ..load.engine import cadence_text
+from ..load.engine import balances_attention_dp, balancing_words, cadence_text
 from ..model.overlap import overlap_problem
 from ..specs.engine import EngineProfile, PrefillMode, RouterPolicy, engine_profiles
 from ..specs.engine_terms import EXCHANGE_TERMS
@@ -81,7 +81,7 @@ def harness_of(prof: EngineProfile, row: MeasuredRow, version) -> Harness:
     if row.scheduler_steps is not None:
         steps = row.scheduler_steps
     balancing = prof.harness_adp_balancing(harness, *key)
-    if row.adp_balancing is not None and prof.family == "trtllm":  # as the row states it (§F9)
+    if row.adp_balancing is not None and balances_attention_dp(prof):  # as stated (§F9)
         balancing = row.adp_balancing
     exposed = prof.harness_host_overhead_exposed(harness, *key)
     memory = tuple(prof.harness_memory(harness, *key).items())
@@ -182,10 +182,10 @@ def engine_label(
         steps = f", {harness.steps} decode step{'s' if harness.steps > 1 else ''} per schedule as stated"
     if row.admission_cadence is not None and harness.cadence[0]:
         steps += f", {cadence_text(harness.cadence)} as stated"
-    if row.adp_balancing is not None and prof.family != "trtllm":
+    if row.adp_balancing is not None and not balances_attention_dp(prof):
         steps += f", attention-DP balancing as stated is TensorRT-LLM's: not run by {prof.family}"
     elif row.adp_balancing is not None and not harness.name:
-        steps += ", attention-DP balancing {}/{} steps as stated".format(*row.adp_balancing)
+        steps += f", {balancing_words(row.adp_balancing, '/')} steps as stated"
     stated = (row.chunked_prefill, row.mixed_chunk, row.scheduler_steps, row.admission_cadence)
     stated += (row.adp_balancing,)
     if not harness.name and any(v is not None for v in stated):
@@ -198,7 +198,8 @@ def engine_label(
     if harness.name:
         multi = steps
         if harness.balancing is not None:
-            multi += f", attention-DP balancing {harness.balancing[0]}/{harness.balancing[1]} steps"
+            said = " as stated" if row.adp_balancing is not None else ""
+            multi += ", {} steps{}".format(balancing_words(harness.balancing, "/"), said)
         if exposed is not None:
             multi += ", host overheads " + ("hidden" if exposed == 0.0 else "charged")
         if harness.graphs is not None:

@@ -707,7 +707,7 @@ def compile_workload(arch: Architecture, assumptions: Assumptions) -> Workload:
         mean_context_over_pass=assumptions.mean_context_over_pass,
         attention_layers=arch.attention_layers,
         matmul_replication=assumptions.matmul_replication,
-        model_class="mla" if att.kind == "mla" else "moe" if arch.is_moe else "dense",
+        model_class=arch.model_class,
         expert_routing=arch.expert_routing,
         redundant_experts=float(arch.redundant_experts),
         kv_shards=1.0 if att.kind == "mla" else float(att.kv_heads),

@@ -19,7 +19,7 @@ from ..errors import InfeasibleError, SpecError
 from ..load.arrivals import Traffic
 from ..load.backlog import OVERLOAD
 from ..load.deployment import Deployment, counted_ends
-from ..load.engine import DEFAULT_ENGINE, EngineConfig
+from ..load.engine import DEFAULT_ENGINE, EngineConfig, balancing_words
 from ..load.failures import Failures
 from ..load.targets import Targets
 from ..serving.setting import Setting
@@ -228,7 +228,7 @@ def budget_configs(
             tried = dataclasses.replace(config, step_token_budget=budget, engine_own=kept)
             out.append((f"{budget:,}", tried, budget))
     if balance:
-        words = " with attention-DP balancing {},{}".format(*ADP_BALANCE_TRIED)
+        words = f" with {balancing_words(ADP_BALANCE_TRIED)}"
         out += [
             (label + words, dataclasses.replace(c, adp_balancing=ADP_BALANCE_TRIED), tokens)
             for label, c, tokens in out

@@ -196,7 +196,8 @@ class SchedulerOptions:
         " own and, under TensorRT-LLM with a MoE model and no --adp-balance, each with"
         " attention-DP balancing 0,60 too; keep the cheapest plan, which the export launches"
         " (max_num_tokens, max_num_batched_tokens, --chunked-prefill-size, attention_dp_config)."
-        " Five times the work, ten with the balancing.",
+        " Each setting tried is one more whole search (about 4 times the CPU for DeepSeek-R1"
+        " under TensorRT-LLM).",
         excludes=("step_token_budget",),
     )
 

@@ -22,6 +22,7 @@ from typing import Any, Literal, get_args
 
 from ..errors import SpecError, short
 from . import catalog, model_fields
+from .features import ModelClass
 from .inputs import record
 from .schema import Reader, check_number
 from .yamlfile import load_yaml
@@ -370,6 +371,12 @@ class Architecture:
     @property
     def is_moe(self) -> bool:
         return any(g.ffn.is_moe for g in self.layer_groups)
+
+    @property
+    def model_class(self) -> ModelClass:
+        """The class an engine profile states its layouts for (``features.ModelClass``): MLA
+        attention, else a mixture of experts, else dense."""
+        return "mla" if self.attention.kind == "mla" else "moe" if self.is_moe else "dense"
 
     @property
     def routed_experts(self) -> int:

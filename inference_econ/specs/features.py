@@ -21,3 +21,10 @@ MODEL_CLASSES: tuple[ModelClass, ...] = get_args(ModelClass)
 #: GPU of the group).
 LAYOUT_FEATURES = ("pipeline", "expert", "attention_data", "attention_data_whole", "tensor_2d")
 CONDITIONS = ("attention_data_expert",)
+#: The features under which attention runs over fewer GPUs than the tensor group: data-parallel
+#: attention ranks (docs/model-part-f.md §F11).
+ATTENTION_DP_FEATURES = ("attention_data", "attention_data_whole")
+#: Engines that can hold their attention-DP ranks' prompts back until every rank has one, so
+#: that the ranks prefill together: TensorRT-LLM (``attention_dp_config``'s
+#: ``enable_balance``; py_executor ``_balance_adp_requests``; docs/model-part-f.md §F9).
+ADP_BALANCING_ENGINES = ("trtllm",)
