@@ -85,7 +85,13 @@ def adp_pair(wait: str, timeout: str) -> tuple[int, int] | None:
     if not all(t.isascii() and t.isdigit() and len(t) <= digits for t in texts):
         return None
     pair = int(texts[0]), int(texts[1])
-    return pair if pair[1] >= 1 and max(pair) <= ADP_BALANCING_MOST else None
+    return pair if adp_in_range(pair) else None
+
+
+def adp_in_range(pair) -> bool:
+    """Whether whole-number balancing counts are in range: a wait of 0 or more, a timeout of
+    1 or more, each at most ``ADP_BALANCING_MOST``."""
+    return pair[0] >= 0 and pair[1] >= 1 and max(pair) <= ADP_BALANCING_MOST
 
 
 #: The prompt schedulings that run prompts first in steps of their own while decoding waits
@@ -183,13 +189,7 @@ class EngineConfig:
             pair = isinstance(self.adp_balancing, (tuple, list))
             given = tuple(self.adp_balancing) if pair else ()
             whole = [isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in given]
-            if (
-                len(given) != 2
-                or not all(whole)
-                or given[0] < 0
-                or given[1] < 1
-                or max(given) > ADP_BALANCING_MOST
-            ):
+            if len(given) != 2 or not all(whole) or not adp_in_range(given):
                 raise SpecError(
                     "argument",
                     "adp_balancing",
