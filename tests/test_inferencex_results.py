@@ -403,3 +403,19 @@ def test_a_summary_without_its_runner_is_one_line_naming_hw_and_the_fix(tmp_path
         'runner it ran on (add "hw", the runner as the harness writes it: "h200", '
         '"b200-nscale")'
     )
+
+
+def test_the_harnesss_attention_dp_balancing_is_replayed_where_its_scripts_run_it(tmp_path):
+    """The harness's TensorRT-LLM scripts switch on attention-DP balancing wherever they run
+    attention DP (DeepSeek-R1: 0 and 60 steps; gpt-oss: TensorRT-LLM's defaults, 10 and 50):
+    a DEP run's rows state it and are replayed with it; SGLang's, or attention over the tensor
+    group, state none."""
+    gptoss = {**TRT, "infmax_model_prefix": "gptoss", "model": "openai/gpt-oss-120b", "tp": 4,
+              "ep": 4}  # fmt: skip
+    runs = [TRT, gptoss, {**TRT, "dp_attention": "false", "ep": 1}, SGLANG]
+    rows = load_measured(write(tmp_path, runs))
+    assert all(r.ok for r in rows), {r.status for r in rows if not r.ok}
+    said = {i: {r.adp_balancing for r in rows if f"[{i}]" in r.source} for i in range(4)}
+    assert said == {0: {(0, 60)}, 1: {(10, 50)}, 2: {None}, 3: {None}}
+    t = compare(write(tmp_path, [TRT], "one.json"), "achievable").table
+    assert all("attention-DP balancing 0/60 steps as stated" in e for e in t.engine), t.engine

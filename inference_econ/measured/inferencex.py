@@ -13,6 +13,8 @@ What it leaves out is the harness's (github.com/SemiAnalysisAI/InferenceX, read 
 * lengths: ``benchmark_serving.py --dataset-name random --random-range-ratio 0.8``
   (RANDOM_RANGE_RATIO in ``.github/workflows/benchmark-tmpl.yml``), each prompt and output
   drawn uniformly from int(0.8 x L) to L tokens, outputs run to their length (``--ignore-eos``);
+* TensorRT-LLM's attention-DP balancing, which its single-node scripts switch on wherever they
+  run attention DP (``HARNESS_BALANCING``): stated in the rows' notes, and replayed;
 * requests: ``--num-prompts $((CONC * 10))`` in every single-node benchmark script, a closed
   loop of ``conc`` clients (``--request-rate inf --max-concurrency CONC``), after 2 x CONC
   warm-up requests the figures leave out.
@@ -32,6 +34,7 @@ import re
 from pathlib import Path
 
 from ..errors import SpecError, short
+from ..load.engine import ADP_BALANCING_DEFAULTS, balancing_words
 from ..settings import MAX_TOKENS
 from .result_fields import Unusable, checked, number, rows_of, section, unresolved_rows
 
@@ -63,6 +66,13 @@ MODELS = {
     "gptoss120b": "gpt-oss-120b",
     "llama70b": "Llama 3.3 70B",
 }
+#: TensorRT-LLM's attention-DP balancing (wait, timeout steps) the harness's single-node scripts
+#: switch on wherever they run attention DP, by model: ``attention_dp_config`` in
+#: ``benchmarks/single_node/fixed_seq_len/dsr1_*_trt*.sh`` (``batching_wait_iters: 0,
+#: enable_balance: true, timeout_iters: 60``, since ec90f3fe7, 2025-09-18) and
+#: ``gptoss_fp4_*_trt.sh`` (``enable_balance: true`` alone, TensorRT-LLM's default counts,
+#: since 28e5a01ea, 2025-09-19), as at 843c6254; a run states it in its notes for the reader.
+HARNESS_BALANCING = {"DeepSeek-R1": (0, 60), "gpt-oss-120b": ADP_BALANCING_DEFAULTS}
 #: Sizes the results site keeps under ``metrics``, its configurations having no column for
 #: them (InferenceX-app ``benchmark-mapper.ts``: keys outside NON_METRIC_KEYS are figures).
 SITE_SIZES = tuple(
@@ -402,6 +412,9 @@ def _base(run: dict, path: Path, i: int, at: str) -> tuple[dict, Unusable | None
         notes.append(f"speculative decoding: {spec}")
     if isinstance(run.get("date"), str):
         notes.append(f"run of {run['date']}")
+    balancing = HARNESS_BALANCING.get(model) if engine == "trtllm" and not disaggregated else None
+    if balancing is not None and "attn-DP" in layout:  # the script's, as it launched the engine
+        notes.append(f"{balancing_words(balancing)} (the harness's attention_dp_config)")
     base = {
         "model": model,
         "hardware": gpu,
