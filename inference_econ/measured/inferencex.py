@@ -67,9 +67,10 @@ MODELS = {
     "llama70b": "Llama 3.3 70B",
 }
 #: TensorRT-LLM's attention-DP balancing (wait, timeout steps) the harness's single-node scripts
-#: switch on wherever they run attention DP, by model: ``attention_dp_config`` in
-#: ``benchmarks/single_node/fixed_seq_len/dsr1_*_trt*.sh`` (``batching_wait_iters: 0,
-#: enable_balance: true, timeout_iters: 60``, since ec90f3fe7, 2025-09-18) and
+#: switch on wherever they run attention DP, by model: ``attention_dp_config`` in the
+#: repository's SemiAnalysisAI/InferenceX/benchmarks/single_node/fixed_seq_len/``dsr1_*_trt*.sh``
+#: (``batching_wait_iters: 0, enable_balance: true, timeout_iters: 60``, since ec90f3fe7,
+#: 2025-09-18) and
 #: ``gptoss_fp4_*_trt.sh`` (``enable_balance: true`` alone, TensorRT-LLM's default counts,
 #: since 28e5a01ea, 2025-09-19), as at 843c6254; a run states it in its notes for the reader.
 HARNESS_BALANCING = {"DeepSeek-R1": (0, 60), "gpt-oss-120b": ADP_BALANCING_DEFAULTS}
