@@ -211,3 +211,18 @@ def test_a_point_export_refuses_a_load_setting_naming_the_plan_that_reads_it():
             SpecError, match=rf"'{name}': is a load setting, read by plan='capacity'"
         ):
             api.export("Llama 3.1 8B", "H100", **point, **{name: value})
+
+
+def test_on_is_the_engines_own_counts():
+    """'on' runs the balancing at TensorRT-LLM's own counts (AttentionDpConfig's
+    batching_wait_iters 10 and timeout_iters 50), as a config's enable_balance alone does."""
+    from inference_econ.api.load_setup import load_inputs
+
+    ONE = dict(arrival_rate_per_s=1, input_lengths="100", output_lengths="10")
+    for text in ("on", " ON "):
+        config = load_inputs({"adp_balance": text, **ONE}).config
+        assert config.adp_balancing == (10, 50)
+    assert load_inputs({"adp_balance": "2,6", **ONE}).config.adp_balancing == (
+        2,
+        6,
+    )

@@ -379,11 +379,14 @@ def _flat_config(v: dict) -> EngineConfig:
 
 def _adp_balancing(text: str | None) -> tuple[int, int] | None:
     """TensorRT-LLM's attention-DP balancing from ``adp_balance`` ('WAIT,TIMEOUT' steps, each
-    at most ``ADP_BALANCING_MOST``)."""
-    from ..load.engine import ADP_BALANCING_MOST, adp_pair
+    at most ``ADP_BALANCING_MOST``; 'on': the engine's own counts, as ``enable_balance: true``
+    alone runs it)."""
+    from ..load.engine import ADP_BALANCING_DEFAULTS, ADP_BALANCING_MOST, adp_pair
 
     if text is None:
         return None
+    if str(text).strip().lower() == "on":
+        return ADP_BALANCING_DEFAULTS
     parts = str(text).split(",")
     pair = adp_pair(*parts) if len(parts) == 2 else None
     if pair is not None:
@@ -393,7 +396,7 @@ def _adp_balancing(text: str | None) -> tuple[int, int] | None:
         "adp_balance",
         f"is {short(text)}",
         "give 'WAIT,TIMEOUT': whole numbers of steps, WAIT >= 0 and TIMEOUT >= 1, each at most "
-        f"{ADP_BALANCING_MOST:,} (e.g. 0,60)",
+        f"{ADP_BALANCING_MOST:,} (e.g. 0,60), or 'on' for the engine's own",
     )
 
 

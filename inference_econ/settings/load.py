@@ -183,8 +183,9 @@ class SchedulerOptions:
         " (attention_dp_config: enable_balance, batching_wait_iters, timeout_iters): the ranks'"
         " prompts are held until every rank has one, at most TIMEOUT steps, and WAIT steps more"
         " while every rank decodes, so that the ranks prefill together (TensorRT-LLM's"
-        " performance overview runs DeepSeek-R1 with 0,60; each at most 100,000; default: off, as"
-        " the engine). Needs --engine trtllm; the export writes it.",
+        " performance overview runs DeepSeek-R1 with 0,60; each at most 100,000; 'on': the"
+        " engine's own, 10,50; default: off, as the engine). Needs --engine trtllm; the export"
+        " writes it.",
         needs=UNDER_LOAD,
     )
 
