@@ -70,10 +70,15 @@ def balances_attention_dp(prof) -> bool:
     return prof is not None and prof.family in ADP_BALANCING_ENGINES
 
 
+#: How a balancing is written (``balancing_words``), and so how a run's note on balancing it
+#: does not run begins (``Instance.balancing_notes``; a load frontier lists those layouts).
+BALANCING_NOT_RUN = "attention-DP balancing "
+
+
 def balancing_words(pair: tuple[int, int], sep: str = ",") -> str:
     """A balancing as an export's benchmark and a label state it ("attention-DP balancing
     0,60"), which a measured row's reader takes back (``semantics.balancing_of``)."""
-    return f"attention-DP balancing {pair[0]}{sep}{pair[1]}"
+    return f"{BALANCING_NOT_RUN}{pair[0]}{sep}{pair[1]}"
 
 
 def adp_pair(wait: str, timeout: str) -> tuple[int, int] | None:
@@ -439,9 +444,6 @@ def budget_sized(setting: Setting, config: EngineConfig) -> Setting:
 #: How a run's note on redundant experts that balance nothing begins (``Instance.
 #: idle_copies_notes``; a load frontier lists the layouts whose runs say it).
 IDLE_COPIES = "redundant experts: "
-#: How a run's note on attention-DP balancing it does not run begins (``Instance.
-#: balancing_notes``; a load frontier lists the layouts whose runs say it).
-BALANCING_NOT_RUN = "attention-DP balancing "
 
 
 @dataclass(frozen=True, eq=False)
