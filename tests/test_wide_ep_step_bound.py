@@ -79,8 +79,8 @@ def test_no_step_or_kernel_class_beats_the_refined_bound(steps):
 
 def test_the_bound_is_not_empty(steps):
     # measured 2026-12-03: the refined step is 0.34-0.44 of the measured ones, its attention
-    # 0.86-0.88 of the FP8 MLA kernel's (the cache read at HBM speed is most of that kernel),
-    # its routed experts 0.45-0.47 of the NVFP4 grouped GEMMs' where EPLB balances the ranks
+    # 0.84-0.87 of the FP8 MLA kernel's (the cache read at HBM speed is most of that kernel),
+    # its routed experts 0.42-0.47 of the NVFP4 grouped GEMMs' where EPLB balances the ranks
     bound = {c: priced("refined", c) for c in steps.cached_tokens.unique()}
     step = steps.apply(lambda r: sum(bound[r.cached_tokens].values()) / r.step_ms, axis=1)
     attention = steps.apply(
