@@ -86,8 +86,8 @@ def test_every_replica_holds_and_reads_the_dense_weights(tmp_path):
         "name: dense-tp\nderive_from: trtllm\ndense_under_attention_dp: tensor_parallel\n"
     )
     with_attention, tensor_parallel = step_model("trtllm"), step_model(str(profile))
-    extra = replicated_weight_bytes(with_attention, 8.0) - replicated_weight_bytes(
-        tensor_parallel, 8.0
+    extra = replicated_weight_bytes(with_attention, 8.0, N) - replicated_weight_bytes(
+        tensor_parallel, 8.0, N
     )
     shared = 7 * 24 * 3 * D * 8192 * 2.0
     assert extra == pytest.approx(7 * DENSE_LAYERS * 3 * D * F * 2.0 + shared, rel=1e-12)
@@ -125,3 +125,33 @@ def test_the_roofline_presets_keep_tensor_parallel_dense_blocks():
     model = StepModel(compile_workload(ie.load_model(MODEL), a), ie.load_hardware(GPU), a)
     assert not model.calls.dense_with_attention
     assert "attention-DP gather and scatter" in ops(model, 8.0)
+
+
+def sglang_over(deepep: bool) -> StepModel:
+    a = ie.preset("achievable").replace(engine="sglang", deepep=deepep)
+    return StepModel(compile_workload(ie.load_model(MODEL), a), ie.load_hardware(GPU), a)
+
+
+@pytest.mark.parametrize("adiv", [8.0, 1.0])
+def test_sglang_over_deepep_runs_its_shared_experts_whole_on_every_gpu(adiv):
+    """SGLang builds the shared experts at tensor degree 1 where DeepEP moves the experts'
+    tokens (model-part-f.md §F7, "Shared experts over DeepEP"), with attention DP or without:
+    each of the 8 GPUs its 128 of the 1,024 tokens through the whole 8,192-wide expert, and 7
+    more copies of the 24 layers' shared experts (three BF16 matrices of d x 8,192) held and
+    read; the dense layers stay tensor-parallel over the 8 GPUs."""
+    deepep, gather = sglang_over(True), sglang_over(False)
+    assert deepep.calls.shared_on_every_gpu and not deepep.calls.dense_with_attention
+    assert not gather.calls.shared_on_every_gpu
+    mine, theirs = ops(deepep, adiv), ops(gather, adiv)
+    shared, split = mine["shared experts (layer group 2)"], theirs["shared experts (layer group 2)"]
+    assert (shared.shape["m"], shared.shape["n"]) == (B / N, 2 * 8192)
+    assert (split.shape["m"], split.shape["n"]) == (B, 2 * 8192 / N)
+    assert shared.weight_bytes == pytest.approx(N * split.weight_bytes, rel=1e-12)
+    assert shared.flop_per_gpu == pytest.approx(split.flop_per_gpu, rel=1e-12)
+    ff_in = mine["feed-forward in"]
+    assert (ff_in.shape["m"], ff_in.shape["n"]) == (B, 2 * F / N)  # the dense layers as before
+    extra = replicated_weight_bytes(deepep, adiv, N) - replicated_weight_bytes(gather, adiv, N)
+    assert extra == pytest.approx(7 * 24 * 3 * D * 8192 * 2.0, rel=1e-12)
+    # SGLang's static memory fraction is of the whole memory: the copies come off the cache
+    less = gather.kv_capacity_bytes(N, adiv) - deepep.kv_capacity_bytes(N, adiv)
+    assert less == pytest.approx(extra, rel=1e-12)

@@ -440,7 +440,7 @@ def test_attention_data_parallel_replicas_hold_their_attention_weights():
     assert replicas == pytest.approx(106.09e9, rel=1e-3)
     replicas += (8 * 2.0 - 1.0) * 2 * 129280 * 7168
     assert replicas == pytest.approx(133.90e9, rel=1e-3)
-    assert replicated_weight_bytes(engine, 8) == pytest.approx(replicas, rel=1e-12)
+    assert replicated_weight_bytes(engine, 8, 8) == pytest.approx(replicas, rel=1e-12)
     scales = 8192 * 7168 * 256 * 8 / 128 * 4
     ranks = 2 * 8192 * 7168 * 22 + scales
     group = 2 * 8192 * 7168 * 10 + 411041792 + scales / 8

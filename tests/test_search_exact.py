@@ -190,8 +190,8 @@ def test_kv_copies_shared_and_skipped_change_no_pass(name, monkeypatch):
     work = {"masks": 0, "points": 0}
     kv_room, get = StepModel._kv_room, StepCache.get
 
-    def counted(self, N, kv, attention, copies, adiv=1.0):
-        ok = kv_room(self, N, kv, attention, copies, adiv)
+    def counted(self, N, kv, attention, copies, adiv=1.0, p=1.0):
+        ok = kv_room(self, N, kv, attention, copies, adiv, p)
         if np.ndim(copies):
             work["masks"] += not np.all(ok)
             work["points"] += np.size(ok)

@@ -39,10 +39,10 @@ def test_each_attention_rank_holds_its_own_16_bit_embedding_and_head(tmp_path):
     trt, split = step_model("trtllm"), step_model(str(profile))
     tables = 2 * VOCAB * D
     assert trt.work.embedding_params == tables
-    extra = replicated_weight_bytes(trt, 4.0) - replicated_weight_bytes(split, 4.0)
+    extra = replicated_weight_bytes(trt, 4.0, N) - replicated_weight_bytes(split, 4.0, N)
     assert extra == pytest.approx(tables * (4 * 2.0 - 1.0), rel=1e-12)
     assert extra == pytest.approx(8.713e9, rel=1e-3)
-    assert replicated_weight_bytes(trt, 1.0) == replicated_weight_bytes(split, 1.0) == 0.0
+    assert replicated_weight_bytes(trt, 1.0, N) == replicated_weight_bytes(split, 1.0, N) == 0.0
     less = split.kv_capacity_bytes(N, 4.0) - trt.kv_capacity_bytes(N, 4.0)
     assert less == pytest.approx(0.9 * extra, rel=1e-9)
     assert split.kv_capacity_bytes(N, 1.0) == trt.kv_capacity_bytes(N, 1.0)
@@ -77,7 +77,7 @@ def test_the_roofline_presets_keep_one_split_copy():
     for preset in ("paper", "refined"):
         m = step_model(None, preset)
         assert not m.calls.vocabulary_with_attention
-        assert replicated_weight_bytes(m, 4.0) == 0.0
+        assert replicated_weight_bytes(m, 4.0, N) == 0.0
         assert ops(m, 4.0)["lm head"].shape["n"] == VOCAB / N
 
 
@@ -131,9 +131,9 @@ def test_the_head_reads_match_the_operation_over_pipeline_stages():
     theirs = step_operations(sgl, n, B, 1, CONTEXT, p, adiv, False)
     head = [op.weight_bytes for s in (mine, theirs) for op in s if op.name == "lm head"]
     assert (head[0] - head[1]) / bandwidth == pytest.approx(extra, rel=1e-9)
-    assert replicated_weight_bytes(trt, adiv) - replicated_weight_bytes(sgl, adiv) == (
-        pytest.approx(2 * VOCAB * D * (2 * 2.0 - 1.0), rel=1e-12)
-    )
+    assert replicated_weight_bytes(trt, adiv, n / p) - replicated_weight_bytes(
+        sgl, adiv, n / p
+    ) == (pytest.approx(2 * VOCAB * D * (2 * 2.0 - 1.0), rel=1e-12))
 
 
 def test_a_tied_models_one_table_is_what_each_replica_holds():
@@ -146,6 +146,6 @@ def test_a_tied_models_one_table_is_what_each_replica_holds():
     table = 128256 * 896
     assert m.work.embedding_params == table
     attention = arch.layers * m.work.attention_matrix_weight_bytes
-    vocabulary = replicated_weight_bytes(m, 2.0) - attention
+    vocabulary = replicated_weight_bytes(m, 2.0, 2.0) - attention
     assert vocabulary == pytest.approx(table * (2 * 2.0 - 2.0), rel=1e-12)
     assert vocabulary == pytest.approx(229.8e6, rel=1e-3)

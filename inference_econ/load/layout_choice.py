@@ -163,7 +163,9 @@ def layout_capacity(model: StepModel, capacity: float, layout: EngineLayout) -> 
     if adiv > 1.0 and model.engine is not None:
         one = float(model.kv_capacity_bytes(layout.gpus))
         share = (
-            max(float(model.kv_capacity_bytes(layout.gpus, adiv)), 0.0) / one if one > 0 else 0.0
+            max(float(model.kv_capacity_bytes(layout.gpus, adiv, layout.pipeline)), 0.0) / one
+            if one > 0
+            else 0.0
         )
         capacity = capacity * share
     return capacity / float(model.kv_copies(layout.attention_degree))

@@ -131,7 +131,9 @@ def requests_held(model: StepModel, row: MeasuredRow, cand, context=None) -> flo
     time-weighted context of a running request; §F8)."""
     ctx = row.lengths.decode_context if context is None else context
     per_request = float(model.work.kv_held_bytes(ctx, 1.0))
-    room = float(model.kv_capacity_bytes(float(cand.gpus), float(cand.attention_ranks)))
+    room = float(
+        model.kv_capacity_bytes(float(cand.gpus), float(cand.attention_ranks), cand.pipeline)
+    )
     return room / per_request if per_request > 0 else math.inf
 
 
@@ -237,7 +239,7 @@ def add_points(plan: Plan, g: StepGroup, i: int, j: int, row, cand, model, found
     if s == "static":
         B = row.concurrency / cand.replicas
         if B * model.work.kv_bytes_per_token * (L.input_mean + L.output_mean) > float(
-            model.kv_capacity_bytes(float(cand.gpus), float(cand.attention_ranks))
+            model.kv_capacity_bytes(float(cand.gpus), float(cand.attention_ranks), cand.pipeline)
         ):
             plan.infeasible.setdefault(
                 i, f"infeasible: a static batch of {B:g} does not fit {cand.label()}"

@@ -219,7 +219,7 @@ class StepModel:
         N, B, p = (np.asarray(x, dtype=np.float64) for x in (N, B, p))
         kv, attention = self._resident_kv(B, p, context)
         copies, a = (1.0, 1.0) if adiv is None else (self.kv_copies(N / p / adiv), adiv)
-        return self._kv_room(N, kv, attention, copies, a) & (
+        return self._kv_room(N, kv, attention, copies, a, p) & (
             p <= np.minimum(N, step_batch(self.assumptions, B, p))
         )
 
@@ -232,12 +232,12 @@ class StepModel:
             kv = kv + self.companion_copies * self.companion.kv_held_bytes(context, kv_batch)
         return kv, w.attention_held_bytes(context, kv_batch)
 
-    def _kv_room(self, N, kv, attention, copies, adiv=1.0):
-        """Whether ``kv`` resident bytes, ``attention`` of them held ``copies`` times, fit: in
-        the engine's KV memory (§F8, divisor ``adiv``) or, with room to spare, beside the weights (§A5)."""
+    def _kv_room(self, N, kv, attention, copies, adiv=1.0, p=1.0):
+        """Whether ``kv`` resident bytes, ``attention`` of them held ``copies`` times, fit: in the
+        engine's KV memory (§F8, ``adiv``, ``p``) or, with room to spare, beside the weights."""
         need = kv if np.all(np.asarray(copies) == 1.0) else kv + attention * (copies - 1.0)
         if self.profile is not None:
-            return need <= self.kv_capacity_bytes(N, adiv)
+            return need <= self.kv_capacity_bytes(N, adiv, p)
         return N * self.machine.usable_hbm_bytes > self.weights_total_bytes + need
 
     def kv_copies(self, attention_degree):
@@ -251,12 +251,12 @@ class StepModel:
         """Usable HBM of ``N`` GPUs left once the weights are in (§A5)."""
         return N * self.machine.usable_hbm_bytes - self.weights_total_bytes
 
-    def kv_capacity_bytes(self, N, adiv=1.0):
-        """Bytes of KV cache ``N`` GPUs hold once the weights are in (§A5; §F8: an engine's
-        share of the memory left, each of ``adiv`` attention replicas with its weights)."""
+    def kv_capacity_bytes(self, N, adiv=1.0, p=1.0):
+        """Bytes of KV cache ``N`` GPUs of ``p`` stages hold once the weights are in (§A5; §F8:
+        an engine's share of the memory left, each of ``adiv`` attention replicas with its own)."""
         if self.engine is None:
             return self.free_hbm_bytes(N)
-        extra = replicated_weight_bytes(self, adiv)
+        extra = replicated_weight_bytes(self, adiv, np.asarray(N, dtype=float) / p)
         free, weights = self.free_hbm_bytes(N) - extra, self.weights_total_bytes + extra
         return self.engine.kv_capacity_bytes(N, free, weights, adiv)
 
@@ -364,7 +364,7 @@ class StepModel:
                 * act_scale
             ),
         )
-        weights = cache.get(("att_w", key), lambda: replica_weight_reads(self, adiv, scale))
+        weights = cache.get(("att_w", key), lambda: replica_weight_reads(self, adiv, scale, N / p))
         return weights, per_token * cache.at_points(part.tokens)
 
     def compute_time(self, part: PipelinePart, adiv):
@@ -581,53 +581,58 @@ def searched_degrees(work: Workload, assumptions: Assumptions, features) -> tupl
     return pipeline, idle, attention
 
 
-def replicated_weight_bytes(model: StepModel, adiv):
+def replicated_weight_bytes(model: StepModel, adiv, tensor):
     """Bytes of weights an engine holds beyond one copy because attention data parallelism
     runs the attention on ``adiv`` replicas, each with all its weights (§F8): ``(adiv - 1)``
     times the attention matrices of every layer, as the step reads them (``attention_reads``),
-    and the dense feed-forward blocks' where they run with the attention
-    (``dense_replica_bytes``), and the embedding table and output head where each replica holds
-    its own (``StepCalls.vocabulary_replica_bytes``); 0 without an engine profile or replicas."""
+    and the dense feed-forward blocks' where they run with the attention, and the embedding
+    table and output head where each replica holds its own
+    (``StepCalls.vocabulary_replica_bytes``); and the shared experts' where they run whole on
+    every one of a stage's ``tensor`` GPUs (``dense_replica_bytes``). 0 without an engine
+    profile, or without replicas and copies."""
     if model.engine is None:
         return 0.0
     w = model.work
     replicas = np.maximum(np.asarray(adiv, dtype=float) - 1.0, 0.0)
     extra = replicas * (w.layers * w.attention_matrix_weight_bytes)
-    if model.calls.dense_with_attention:
-        extra = extra + dense_replica_bytes(model, adiv)
+    if model.calls.shared_with_attention:
+        extra = extra + dense_replica_bytes(model, adiv, tensor)
     resident = w.embedding_params - w.shared_embedding_params  # a draft's shared head is held once
     extra = extra + model.calls.vocabulary_replica_bytes(adiv, resident)
     return float(extra) if np.ndim(extra) == 0 else extra
 
 
-def replica_weight_reads(model: StepModel, adiv, scale):
+def replica_weight_reads(model: StepModel, adiv, scale, tensor):
     """Seconds of the attention replicas' weight reads (``StepModel.attention_reads``): the
     attention matrices of every layer on each of ``adiv`` replicas (``scale``: p·L·a/(N·BW)),
-    the dense blocks' copies beyond one where they run with the attention, and the output
-    head's where each replica reads its own."""
+    the dense blocks' copies beyond one where they run with the attention or on every one of
+    a stage's ``tensor`` GPUs, and the output head's where each replica reads its own."""
     w = model.work
     weights = w.attention_matrix_weight_bytes * scale
-    if model.calls.dense_with_attention:
-        weights = weights + dense_replica_bytes(model, adiv) * (scale / (w.layers * adiv))
+    if model.calls.shared_with_attention:
+        extra = dense_replica_bytes(model, adiv, tensor)
+        weights = weights + extra * (scale / (w.layers * adiv))
     if model.calls.vocabulary_with_attention:
         head = model.calls.vocabulary_replica_bytes(adiv, w.vocab_size * w.d_model)
         weights = weights + head * (scale / (w.layers * adiv))
     return weights
 
 
-def dense_replica_bytes(model: StepModel, adiv):
+def dense_replica_bytes(model: StepModel, adiv, tensor):
     """Bytes of a MoE model's dense feed-forward weights (its dense layers' and its shared
     experts') held beyond one copy where those blocks run with the attention's layout
     (``StepCalls.dense_with_attention``, §F7): each of the ``adiv`` attention replicas holds
-    and reads all of them at its tensor degree."""
-    w = model.work
-    dense = sum(
-        g.layers * w.ff_bytes(g, 0.0, 1.0)[0]
-        if g.experts <= 1
-        else g.layers * w.shared_ff_params(g) * w.dense_weight_bytes
-        for g in w.groups
+    and reads all of them at its tensor degree; or of its shared experts alone where they run
+    whole on every one of a stage's ``tensor`` GPUs (``StepCalls.shared_on_every_gpu``)."""
+    w, calls = model.work, model.calls
+    adiv = np.asarray(adiv, dtype=float)
+    shared = sum(
+        g.layers * w.shared_ff_params(g) * w.dense_weight_bytes for g in w.groups if g.experts > 1
     )
-    return np.maximum(np.asarray(adiv, dtype=float) - 1.0, 0.0) * dense
+    if calls.shared_on_every_gpu:
+        return np.maximum(np.asarray(tensor, dtype=float) - 1.0, 0.0) * shared
+    dense = sum(g.layers * w.ff_bytes(g, 0.0, 1.0)[0] for g in w.groups if g.experts <= 1)
+    return np.maximum(adiv - 1.0, 0.0) * (dense + shared)
 
 
 def ff_context_s(m: Machine, work: Workload, ff_flop, ctx_flop, N, B, S):

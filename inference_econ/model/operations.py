@@ -381,10 +381,13 @@ class _Builder:
     def _shared(self, g: GroupWork, weights, acts) -> Operation:
         """The shared experts: dense GEMMs over the stage's t GPUs, in and out; where they run
         with the attention (§F7), each replica's tokens at the attention's degree, their
-        weights read by every replica."""
+        weights read by every replica; where they run whole on every GPU
+        (``StepCalls.shared_on_every_gpu``), each GPU's share of the tokens."""
         flop = 2.0 * g.layers * self.work.shared_ff_params(g) * self.all_tokens
         t, rows = self.t, self.tokens
-        if self.model.calls.dense_with_attention:
+        if self.model.calls.shared_on_every_gpu:
+            t, rows, weights = 1.0, self.tokens / self.t, weights * self.t
+        elif self.model.calls.dense_with_attention:
             t, rows, weights = self.t_at, self.tokens / self.adiv, weights * self.adiv
         inner = g.shared * g.matrices_in * g.shared_d_ff / t
         shape = {"m": rows, "n": inner, "k": self.work.d_model}

@@ -249,6 +249,23 @@ def attention_degree(part, adiv, cache: StepCache = NO_CACHE, key=None):
     return cache.get(("t_at", key), lambda: part.tensor_degree / adiv)
 
 
+def shared_on_every_gpu(work: Workload, assumptions: Assumptions, dense_with_attention) -> bool:
+    """Whether a MoE model's shared experts run whole on every GPU, each on its share of the
+    stage's tokens, though its dense layers stay tensor-parallel: SGLang with DeepEP's exchange
+    builds them at tensor degree 1 (``shared_experts`` of
+    ``python/sglang/srt/models/deepseek_v2.py``, ``tp_size=1`` where the all-to-all backend is
+    DeepEP, MoRI or FlashInfer's; its qwen2_moe and glm4_moe likewise), the MoE input scattered
+    over the attention group, with or without attention DP. Read where DeepEP's kernels run
+    (``runs_deepep``); another library's all-to-all a row states (MoRI, FlashInfer's) keeps
+    them tensor-parallel here. An engine whose dense blocks run with the attention runs its
+    shared experts there already."""
+    return bool(
+        not dense_with_attention
+        and runs_deepep(assumptions.profile(), assumptions)
+        and any(g.experts > 1 and g.shared for g in work.groups)
+    )
+
+
 class StepCalls:
     """The collectives of one model's steps on one machine: its ``StepModel`` builds every
     step's from here (``pipeline_part``, ``attention_calls``). ``by_tokens`` decides the
@@ -278,6 +295,9 @@ class StepCalls:
             and profile.dense_under_attention_dp == "data_parallel"
             and any(g.experts > 1 for g in work.groups)
         )
+        #: Shared experts whole on every GPU; outside the stage's tensor group (either way).
+        self.shared_on_every_gpu = shared_on_every_gpu(work, assumptions, self.dense_with_attention)
+        self.shared_with_attention = self.dense_with_attention or self.shared_on_every_gpu
         #: Whether each attention replica holds and runs its own embedding table and output
         #: head under attention data parallelism (the engine's
         #: ``vocabulary_under_attention_dp``, §F8): at 16 bits, the head read by every replica

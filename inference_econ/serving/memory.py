@@ -126,8 +126,9 @@ def check_worker(
 
     hbm = float(setting.gpu.hbm_capacity_bytes)
     # each attention replica holds all the attention weights (§F8)
-    weights = float(model.weights_total_bytes + replicated_weight_bytes(model, attention_dp)) / n
-    capacity = float(model.kv_capacity_bytes(n, attention_dp)) / n
+    extra = replicated_weight_bytes(model, attention_dp, n / p)
+    weights = float(model.weights_total_bytes + extra) / n
+    capacity = float(model.kv_capacity_bytes(n, attention_dp, p)) / n
     needed = kv(context_tokens, batch)
     per_request = kv(context_tokens, 1.0)
     longest = kv(max_model_len, 1.0)
