@@ -2,8 +2,9 @@
 it ran two-batch overlap - SGLang's ("--enable-two-batch-overlap", "enable_two_batch_overlap:
 true", "two-batch overlap", "TBO") or vLLM's dual-batch overlap ("--enable-dbo", "dual-batch
 overlap", "DBO"); off where the row says so ("--no-enable-dbo", "no TBO", "without two-batch
-overlap", "TBO off") - and the expert exchange's backend it launched (SGLang's
-``--moe-a2a-backend``, vLLM's ``--all2all-backend`` or ``VLLM_ALL2ALL_BACKEND``)."""
+overlap", "TBO off") - the expert exchange's backend it launched (SGLang's
+``--moe-a2a-backend``, vLLM's ``--all2all-backend`` or ``VLLM_ALL2ALL_BACKEND``), and the blocks
+SGLang ran on each attention rank (``--moe-dense-tp-size 1``, ``--enable-dp-lm-head``)."""
 
 from __future__ import annotations
 
@@ -122,3 +123,50 @@ def exchange_of(text, scenario: str | None, notes: str = "", where: str = "") ->
         if found:
             return found.pop()
     return None
+
+
+#: SGLang's switches that run a MoE model's blocks on each attention-DP rank instead of
+#: tensor-parallel over the instance (docs/model-part-f.md §F7, §F8): ``--moe-dense-tp-size 1``,
+#: its dense layers (``enable_moe_dense_fully_dp``, python/sglang/srt/layers/communicator.py;
+#: ServerArgs takes 1 or none), and ``--enable-dp-lm-head``, its embedding and output head.
+_DENSE_DP = re.compile(
+    r"(?:--)?moe[\s_-]*dense[\s_-]*tp[\s_-]*size['\"]?(?:\s*[:=]\s*|\s+)['\"]?(?P<value>[^\s;,)'\"|]*)",
+    re.I,
+)
+_DP_LM_HEAD = re.compile(
+    r"(?P<neg>--no-)?(?:--)?enable[\s_-]*dp[\s_-]*lm[\s_-]*head"
+    r"(?:['\"]?\s*[:=]\s*['\"]?(?P<value>[^\s;,)'\"|]*))?",
+    re.I,
+)
+
+
+def rank_blocks_of(text, scenario: str | None, notes: str = "", where: str = "") -> tuple:
+    """The blocks a row states SGLang ran on each attention rank: ``dense`` (its dense layers,
+    ``--moe-dense-tp-size 1``) and ``vocabulary`` (its embedding and output head,
+    ``--enable-dp-lm-head``), in ``batch_or_concurrency`` or the notes (the row's scenario
+    part); () where it states neither. A dense size other than 1, or a value not read, is the
+    row's ``SpecError``."""
+    blocks = set()
+    for field, cell in (("batch_or_concurrency", text), ("notes", notes)):
+        part = scenario_part(cell, scenario).text
+        for m in _DENSE_DP.finditer(part):
+            if m.group("value") != "1":
+                raise SpecError(
+                    where,
+                    field,
+                    f"moe_dense_tp_size {m.group('value') or '(no value)'!r} is not read",
+                    "give 1, the only size SGLang takes, or leave it out (tensor-parallel)",
+                )
+            blocks.add("dense")
+        for m in _DP_LM_HEAD.finditer(part):
+            said = (m.group("value") or "true").lower()
+            if said not in _ON + _OFF:
+                raise SpecError(
+                    where,
+                    field,
+                    f"enable_dp_lm_head {said!r} is not read",
+                    "give true or false (or the flag alone, --enable-dp-lm-head)",
+                )
+            if not m.group("neg") and said in _ON:
+                blocks.add("vocabulary")
+    return tuple(sorted(blocks))

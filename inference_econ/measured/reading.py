@@ -39,7 +39,7 @@ from . import semantics as sem
 from .bench_limits import overview_graphs, runs_own_limits
 from .derived import context_of, is_derived, parents_of
 from .expert_slots import check_stated_slots, needed_copies, redundant_experts_of
-from .overlap_words import exchange_of, overlap_of
+from .overlap_words import exchange_of, overlap_of, rank_blocks_of
 from .resolving import (
     as_released,
     basis_of,
@@ -54,21 +54,10 @@ from .resolving import (
 
 REQUIRED = ("model", "hardware", "n_gpus", "metric", "value", "unit")
 OPTIONAL = (
-    "source",
-    "precision",
-    "parallelism",
-    "batch_or_concurrency",
-    "input_len",
-    "output_len",
-    "notes",
-    "engine",
-    "scenario",
-    "disaggregated",
-    "decode_gpus",
-    "source_group",
-    "requests",
+    "source", "precision", "parallelism", "batch_or_concurrency", "input_len", "output_len",
+    "notes", "engine", "scenario", "disaggregated", "decode_gpus", "source_group", "requests",
     "distinct_prompts",
-)
+)  # fmt: skip
 OK = "ok"
 
 
@@ -135,6 +124,8 @@ class MeasuredRow:
     #: How the row states its engine exchanged a MoE's tokens (``overlap_words.exchange_of``:
     #: gather, deepep or all_to_all, §F7); None: not stated (the engine's default backend).
     expert_exchange: str | None = None
+    #: SGLang's blocks the row states ran on each attention rank (``overlap_words.rank_blocks_of``).
+    rank_blocks: tuple[str, ...] = ()
     limits: tuple[float, float] | None = None
     #: The precision cell as written where it names wider weights than a model released in
     #: one format only, and the row is read as that release (``resolving.as_released``).
@@ -686,9 +677,7 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
         bench_limits=runs_own_limits(
             rec.get("source", ""), context, rec.get("batch_or_concurrency", ""), budget
         ),
-        graph_batch_sizes=overview_graphs(
-            rec.get("source", ""), rec.get("batch_or_concurrency", "")
-        ),
+        graph_batch_sizes=overview_graphs(rec.get("source", ""), cell or ""),
         fused_allreduce=fused,
         kv_cache_fraction=kv_fraction,
         scheduler_steps=steps,
@@ -699,6 +688,7 @@ def _read_setting(rec, base, metric, gpus, count, where, benchmark):
         async_scheduling=overlapped,
         two_batch_overlap=two_batches,
         expert_exchange=exchange,
+        rank_blocks=rank_blocks_of(cell, scenario, context, where),
         engine=engine.name,
         engine_version=engine.version,
         engine_branch=engine.branch,

@@ -91,8 +91,11 @@ BRACKET_MARGIN = 1.05
 #: Runs of the Server load searches kept (``_run``), shared by ``bracket`` and ``replay``.
 RUNS_KEPT = 512
 #: Closed-loop and offline runs: this many requests per client or per running request, within
-#: the bounds below (enough to reach the steady state several times over).
-PER_SLOT = 6
+#: the bounds below (enough to reach the steady state several times over), and at least
+#: ``FILL_PER_SLOT`` per client or running request whatever the bound: an instance of more
+#: than 4,000 (a decode pool of 48 attention ranks of 1,024 requests each) would otherwise
+#: never fill, its clients sending a third of a request each.
+PER_SLOT, FILL_PER_SLOT = 6, 4
 MIN_REQUESTS, MAX_REQUESTS = 400, 16000
 #: LoadGen's Offline slack: it issues 1.1 x min_duration x the expected QPS samples
 #: (``kSlack`` in loadgen/test_settings_internal.cc), so the run outlasts its minimum.
@@ -277,7 +280,8 @@ def _scaled(case: LoadCase, result, rate: float = math.nan) -> Outcome:
 
 
 def _count(case: LoadCase, slots: float, requests: int | None) -> int:
-    return int(requests or np.clip(PER_SLOT * slots, MIN_REQUESTS, MAX_REQUESTS))
+    bounded = np.clip(PER_SLOT * slots, MIN_REQUESTS, MAX_REQUESTS)
+    return int(requests or max(bounded, math.ceil(FILL_PER_SLOT * slots)))
 
 
 def offline_requests(case: LoadCase, inst) -> int:

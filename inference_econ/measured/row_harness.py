@@ -25,6 +25,14 @@ WITH_CHUNKING: dict[str, PrefillMode] = {
 WITHOUT_CHUNKING: dict[str, PrefillMode] = {"chunked_separate": "separate", "separate": "separate"}
 #: The engines whose launch picks a MoE's exchange backend, which a row's statement sets.
 STATED_EXCHANGE = ("sglang", "vllm")
+#: SGLang's blocks a row may state on each attention rank (``MeasuredRow.rank_blocks``): the
+#: flag, the profile field it sets, and how the output names them.
+RANK_BLOCK_FLAGS = {"dense": "--moe-dense-tp-size 1", "vocabulary": "--enable-dp-lm-head"}
+RANK_BLOCK_TERMS = {
+    "dense": "dense_under_attention_dp",
+    "vocabulary": "vocabulary_under_attention_dp",
+}
+RANK_BLOCK_WORDS = {"dense": "dense layers", "vocabulary": "embedding and output head"}
 #: How the output names a stated expert exchange (``EXCHANGE_TERMS``' kinds).
 EXCHANGE_WORDS = {"gather": "all-gather", "deepep": "DeepEP", "all_to_all": "all-to-all"}
 
@@ -130,6 +138,13 @@ def as_stated(
             f"unresolved: engine {prof.name!r}: the row states enable_mixed_chunk, SGLang's "
             "decoding requests mixed into its prefill batches (drop the statement from this row)"
         )
+    if row.rank_blocks and prof.family != "sglang":
+        return (
+            f"unresolved: engine {prof.name!r}: the row states {RANK_BLOCK_FLAGS[row.rank_blocks[0]]}, "
+            "SGLang's blocks on each attention rank (drop the statement from this row)"
+        )
+    for block in row.rank_blocks:  # SGLang's dense layers or head on each attention rank (§F7)
+        prof = prof.with_terms(**{RANK_BLOCK_TERMS[block]: "data_parallel"})
     return prof
 
 
@@ -171,9 +186,7 @@ def engine_label(
         label += f", {row.arch.redundant_experts} redundant experts (EPLB) as stated"
     if row.two_batch_overlap:
         label += ", two-batch overlap as stated"
-    exchange = stated_exchange(row, prof.family)
-    if exchange is not None:
-        label += f", expert exchange by {EXCHANGE_WORDS[exchange]} as stated"
+    label += _moe_words(row, prof.family)
     # the scheduler (§F9): the row's statement, else its harness's, else the engine's own
     said_prompts = row.chunked_prefill is not None or row.mixed_chunk is not None
     prompts = f"{harness.prefill} prompts" + (" as stated" if said_prompts else "")
@@ -212,6 +225,18 @@ def engine_label(
             multi += f", {workspace / 1e9:g} GB a GPU set aside before the KV cache"
         label += f", {harness.name} harness ({prompts}, {harness.admission} admission{multi})"
     return label + _whole_prompt_note(row, budget, harness)
+
+
+def _moe_words(row: MeasuredRow, family: str) -> str:
+    """What the engine label says of a MoE run's stated exchange and blocks on each rank."""
+    words = ""
+    exchange = stated_exchange(row, family)
+    if exchange is not None:
+        words += f", expert exchange by {EXCHANGE_WORDS[exchange]} as stated"
+    if row.rank_blocks:
+        said = " and ".join(RANK_BLOCK_WORDS[b] for b in row.rank_blocks)
+        words += f", {said} on each attention rank as stated"
+    return words
 
 
 def version_words(prof: EngineProfile, version: str | None) -> str:

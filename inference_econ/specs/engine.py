@@ -349,7 +349,7 @@ class EngineProfile:
             return self
         return self.with_terms(step_token_budget=int(tokens))
 
-    def with_terms(self, **changes: float) -> EngineProfile:
+    def with_terms(self, **changes: float | str) -> EngineProfile:
         """``replace`` kept once per set of changes: the same object (and its cache of
         resolved profiles) for every run that changes the same terms the same way."""
         key = ("with_terms", tuple(sorted(changes.items())))
