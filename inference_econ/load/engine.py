@@ -693,8 +693,9 @@ def _check_table(setting: Setting, gpus: int, layout: EngineLayout, model, max_t
 
 
 #: Step tables kept for the instances built next (``step_table``): at most this many, of at
-#: most this many entries in all (about 130 bytes an entry: ~34 MB).
-STEP_TABLES_KEPT, STEP_TABLE_ENTRIES_KEPT = 16, 1 << 18
+#: most this many entries in all (about 130 bytes an entry: ~68 MB): searches and a measured
+#: file's rows come back to more tables, and larger ones, than 16 and ~34 MB held.
+STEP_TABLES_KEPT, STEP_TABLE_ENTRIES_KEPT = 64, 1 << 19
 _STEP_TABLES: collections.OrderedDict = collections.OrderedDict()
 _STEP_TABLES_LOCK = threading.Lock()
 
