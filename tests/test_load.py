@@ -1912,3 +1912,20 @@ def test_a_gpu_no_deployment_of_which_meets_the_targets_is_still_priced_as_itsel
     assert code == 0 and "(H100-SXM hardware/h100_sxm.yaml; L4 hardware/l4.yaml)" in first
     h100, l4 = (ie.load_hardware(g).price_usd_per_hour for g in ("H100", "L4"))
     assert f"price_usd_per_gpu_hour H100-SXM {h100:g}; L4 {l4:g};" in first
+
+
+def test_a_run_kept_under_a_slower_engine_is_not_taken_for_the_engines_own():
+    """The kept simulations are keyed by what ``slower_engines`` and ``fixed_layout`` set: a
+    run at an interval's slow end is not returned for the engine as modelled."""
+    from inference_econ.load.deployment import Deployment, slower_engines
+    from inference_econ.load.engine import EngineConfig
+    from inference_econ.optimise.load_search import clear_runs, run_at
+
+    setting = ie.make_setting("Llama 3.1 8B", "H100", assumptions="achievable", engine="vllm")
+    traffic = make_traffic(4.0, "500", "100", requests=400, seed=1)
+    clear_runs()
+    with slower_engines(2.0):
+        slow = run_at("deployment", setting, Deployment(1, 1), traffic, EngineConfig())
+    own = run_at("deployment", setting, Deployment(1, 1), traffic, EngineConfig())
+    assert own is not slow
+    assert own.tpot_s.mean < 0.75 * slow.tpot_s.mean  # each step twice as long under the first

@@ -212,6 +212,12 @@ def slower_engines(factor: float):
         _SLOWER.reset(token)
 
 
+def instance_context() -> tuple:
+    """What ``fixed_layout`` and ``slower_engines`` set for the instances built now: a part of
+    any key of kept simulations, so a run made within one is not taken for a run outside it."""
+    return _FIXED.get(), _SLOWER.get()
+
+
 def _step_factors(result: LoadResult) -> tuple[float, ...] | None:
     """The engine step's factor at each interval end (low80, high80, low90, high90): the run's
     mean time per output token there over its value; None where ``counted_ends`` gives no

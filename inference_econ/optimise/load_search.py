@@ -26,6 +26,7 @@ from ..load.backlog import UNTOLD_LIMIT
 from ..load.deployment import (
     Deployment,
     Pool,
+    instance_context,
     rate_estimate,
     rejects_alike,
     simulate_decode_pool,
@@ -126,7 +127,7 @@ def run_at(
     kind: Pool, setting: Setting, deployment: Deployment, traffic: Traffic, config: EngineConfig
 ) -> LoadResult:
     """One whole simulation without targets (kept: searches under several targets share it)."""
-    key = (kind, setting, deployment, traffic, config)
+    key = (kind, setting, deployment, traffic, config, instance_context())
     hit = _kept(key)
     if hit is not None and hit.stopped_for is None:
         return hit
@@ -155,7 +156,7 @@ def run_until(
     certainly misses them (``simulate_deployment``'s ``stop``: a p99 certainly above its
     limit). The verdict is the whole run's; a stopped run's other figures are not (its
     ``stopped_for``), and it is kept for the same question only."""
-    key = (kind, setting, deployment, traffic, config)
+    key = (kind, setting, deployment, traffic, config, instance_context())
     hit = _kept(key)
     if hit is not None and hit.stopped_for in (None, targets):
         return hit
