@@ -148,12 +148,14 @@ def test_the_measured_runs_figure_replays_with_its_stated_flags(tmp_path):
     )
     row = ROW.replace("12000,tok/s,SGLang 0.5.5 --moe-a2a-backend deepep ", "12900,tok/s,")
     row = row.replace("--ep-num-redundant-experts 32,true", f"{flags},true")
-    (tmp_path / "row.csv").write_text(row)
-    (r,) = compare(tmp_path / "row.csv", "achievable").table.itertuples()
+    plain = row.splitlines()[1].replace(" --moe-dense-tp-size 1 --enable-dp-lm-head", "")
+    (tmp_path / "row.csv").write_text(f"{row}{plain}\n")  # the same run without the two flags
+    r, without = compare(tmp_path / "row.csv", "achievable").table.itertuples()
     assert "dense layers and embedding and output head on each attention rank as stated" in r.engine
     # measured 2026-12-03: 11,346 predicted, -0.12 (the engine clock's step 90.2 ms against
-    # the profiled 84.7)
+    # the profiled 84.7); without the flags the dense layers' all-reduce and gather come back
     assert r.status == "ok" and -0.2 < r.predicted / r.measured - 1 < -0.05, r
+    assert "on each attention rank" not in without.engine and without.predicted < r.predicted
 
 
 @pytest.mark.parametrize(

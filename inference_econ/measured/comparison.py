@@ -200,6 +200,7 @@ def _question(r: MeasuredRow) -> tuple:
         r.async_scheduling,
         r.two_batch_overlap,
         r.expert_exchange,
+        r.rank_blocks,
         r.limits,
         r.engine,
         getattr(r, "engine_version", None),
