@@ -155,3 +155,22 @@ def test_sglang_over_deepep_runs_its_shared_experts_whole_on_every_gpu(adiv):
     # SGLang's static memory fraction is of the whole memory: the copies come off the cache
     less = gather.kv_capacity_bytes(N, adiv) - deepep.kv_capacity_bytes(N, adiv)
     assert less == pytest.approx(extra, rel=1e-12)
+
+
+def test_a_pipelined_layouts_cache_counts_the_shared_copies_of_its_stages_tensor_group():
+    """Over DeepEP each GPU of a stage holds the shared experts whole: a layout of 16 stages
+    of one GPU holds no copy beyond one, so its KV cache is what it is without DeepEP, and one
+    of 2 stages of 8 GPUs holds 7 copies, not the 15 of a single stage over all 16."""
+    from inference_econ.load.layout_choice import layout_capacity
+    from inference_econ.model.mixed_step import EngineLayout
+
+    def capacity(model, layout):  # from the layout search's capacity, of one stage, in bytes
+        return layout_capacity(model, float(model.kv_capacity_bytes(16.0)), layout)
+
+    deepep, gather = sglang_over(True), sglang_over(False)
+    stages = EngineLayout(16, 16, 1.0, False)
+    assert capacity(deepep, stages) == pytest.approx(capacity(gather, stages), rel=1e-12)
+    two = EngineLayout(16, 2, 1.0, False)
+    held = float(deepep.kv_capacity_bytes(16.0, 1.0, 2.0))
+    assert capacity(deepep, two) == pytest.approx(held, rel=1e-12)
+    assert held > float(deepep.kv_capacity_bytes(16.0))

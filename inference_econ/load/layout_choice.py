@@ -156,11 +156,12 @@ def _floor_s(model, prefill_work, layout, context, table=None) -> float:
 
 
 def layout_capacity(model: StepModel, capacity: float, layout: EngineLayout) -> float:
-    """Layer-positions of KV cache a layout holds: ``capacity`` (one attention replica's)
-    less the room its attention replicas' weights take (§F8), over the copies its attention
-    group keeps (§B13)."""
+    """Layer-positions of KV cache a layout holds: ``capacity`` (one attention replica's, of
+    one stage over all the GPUs) less the room its attention replicas' weights take, or more
+    where its stages' tensor groups hold fewer copies of weights replicated over them (§F8,
+    ``kv_capacity_bytes``' ``p``), over the copies its attention group keeps (§B13)."""
     adiv = layout.attention_divisor
-    if adiv > 1.0 and model.engine is not None:
+    if (adiv > 1.0 or layout.pipeline > 1) and model.engine is not None:
         one = float(model.kv_capacity_bytes(layout.gpus))
         share = (
             max(float(model.kv_capacity_bytes(layout.gpus, adiv, layout.pipeline)), 0.0) / one
