@@ -174,3 +174,12 @@ def test_a_pipelined_layouts_cache_counts_the_shared_copies_of_its_stages_tensor
     held = float(deepep.kv_capacity_bytes(16.0, 1.0, 2.0))
     assert capacity(deepep, two) == pytest.approx(held, rel=1e-12)
     assert held > float(deepep.kv_capacity_bytes(16.0))
+
+
+def test_only_sglang_builds_its_shared_experts_whole_over_deepep():
+    """vLLM over DeepEP without attention DP is one engine of one data-parallel rank, whose
+    shared experts stay tensor-parallel (its sequence-parallel MoE needs data_parallel_size > 1)."""
+    a = ie.preset("achievable").replace(engine="vllm", deepep=True, attention_data_parallel=False)
+    model = StepModel(compile_workload(ie.load_model(MODEL), a), ie.load_hardware(GPU), a)
+    assert not model.calls.shared_on_every_gpu and not model.calls.dense_with_attention
+    assert replicated_weight_bytes(model, 1.0, N) == 0.0

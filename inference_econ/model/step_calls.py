@@ -258,10 +258,14 @@ def shared_on_every_gpu(work: Workload, assumptions: Assumptions, dense_with_att
     over the attention group, with or without attention DP. Read where DeepEP's kernels run
     (``runs_deepep``); another library's all-to-all a row states (MoRI, FlashInfer's) keeps
     them tensor-parallel here. An engine whose dense blocks run with the attention runs its
-    shared experts there already."""
+    shared experts there already; another engine's over DeepEP (vLLM's without attention DP)
+    keeps them tensor-parallel."""
+    profile = assumptions.profile()
     return bool(
         not dense_with_attention
-        and runs_deepep(assumptions.profile(), assumptions)
+        and profile is not None
+        and profile.family == "sglang"
+        and runs_deepep(profile, assumptions)
         and any(g.experts > 1 and g.shared for g in work.groups)
     )
 
