@@ -175,3 +175,21 @@ def test_a_rank_block_flag_sglang_would_refuse_or_another_engine_states_is_the_r
     (tmp_path / "row.csv").write_text(row)
     (r,) = compare(tmp_path / "row.csv", "achievable").table.itertuples()
     assert r.status != "ok" and reason in r.status, r.status
+
+
+@pytest.mark.parametrize(
+    ("cell", "blocks"),
+    [
+        ("--moe-dense-tp-size 1 --enable-dp-lm-head", ("dense", "vocabulary")),
+        ("moe_dense_tp_size: 1, enable_dp_lm_head: true", ("dense", "vocabulary")),
+        ("--enable-dp-lm-head false", ()),
+        ("enable_dp_lm_head off; --moe-dense-tp-size=1", ("dense",)),
+        ("--no-enable-dp-lm-head", ()),
+        ("enable-dp-lm-headroom 2 GB", ()),  # another name, not the flag
+    ],
+)
+def test_the_rank_blocks_a_cell_states(cell, blocks):
+    from inference_econ.measured.overlap_words import rank_blocks_of
+
+    assert rank_blocks_of(cell, None, "", "row 1") == blocks
+    assert rank_blocks_of("64", None, cell, "row 1") == blocks  # in the notes alike

@@ -130,12 +130,16 @@ def exchange_of(text, scenario: str | None, notes: str = "", where: str = "") ->
 #: its dense layers (``enable_moe_dense_fully_dp``, python/sglang/srt/layers/communicator.py;
 #: ServerArgs takes 1 or none), and ``--enable-dp-lm-head``, its embedding and output head.
 _DENSE_DP = re.compile(
-    r"(?:--)?moe[\s_-]*dense[\s_-]*tp[\s_-]*size['\"]?(?:\s*[:=]\s*|\s+)['\"]?(?P<value>[^\s;,)'\"|]*)",
+    r"(?<![a-z0-9_])(?:--)?moe[\s_-]*dense[\s_-]*tp[\s_-]*size['\"]?(?:\s*[:=]\s*|\s+)['\"]?"
+    r"(?P<value>[^\s;,)'\"|]*)",
     re.I,
 )
+#: The head's flag takes a value after ":" or "=", or a word of ``_ON`` or ``_OFF`` after a
+#: space ("--enable-dp-lm-head false"); neither flag is read inside a longer name.
 _DP_LM_HEAD = re.compile(
-    r"(?P<neg>--no-)?(?:--)?enable[\s_-]*dp[\s_-]*lm[\s_-]*head"
-    r"(?:['\"]?\s*[:=]\s*['\"]?(?P<value>[^\s;,)'\"|]*))?",
+    r"(?<![a-z0-9_])(?P<neg>--no-)?(?:--)?enable[\s_-]*dp[\s_-]*lm[\s_-]*head(?![a-z0-9_])"
+    r"(?:['\"]?\s*[:=]\s*['\"]?(?P<value>[^\s;,)'\"|]*)"
+    r"|\s+(?P<word>true|false|on|off|yes|no|enabled|disabled)\b)?",
     re.I,
 )
 
@@ -159,7 +163,7 @@ def rank_blocks_of(text, scenario: str | None, notes: str = "", where: str = "")
                 )
             blocks.add("dense")
         for m in _DP_LM_HEAD.finditer(part):
-            said = (m.group("value") or "true").lower()
+            said = (m.group("value") or m.group("word") or "true").lower()
             if said not in _ON + _OFF:
                 raise SpecError(
                     where,
