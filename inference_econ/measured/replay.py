@@ -91,10 +91,10 @@ BRACKET_MARGIN = 1.05
 #: Runs of the Server load searches kept (``_run``), shared by ``bracket`` and ``replay``.
 RUNS_KEPT = 512
 #: Closed-loop and offline runs: this many requests per client or per running request, within
-#: the bounds below (enough to reach the steady state several times over), and at least
-#: ``FILL_PER_SLOT`` per client or running request whatever the bound: an instance of more
-#: than 4,000 (a decode pool of 48 attention ranks of 1,024 requests each) would otherwise
-#: never fill, its clients sending a third of a request each.
+#: the bounds below (enough to reach the steady state several times over); a closed loop sends
+#: at least ``FILL_PER_SLOT`` per client whatever the bound: more than 4,000 clients on an
+#: instance (a decode pool of 48 attention ranks of 1,024 each) would otherwise never fill it,
+#: each client sending a third of a request. An offline run's queue fills the batch anyway.
 PER_SLOT, FILL_PER_SLOT = 6, 4
 MIN_REQUESTS, MAX_REQUESTS = 400, 16000
 #: LoadGen's Offline slack: it issues 1.1 x min_duration x the expected QPS samples
@@ -279,9 +279,9 @@ def _scaled(case: LoadCase, result, rate: float = math.nan) -> Outcome:
     )
 
 
-def _count(case: LoadCase, slots: float, requests: int | None) -> int:
+def _count(case: LoadCase, slots: float, requests: int | None, clients: bool = False) -> int:
     bounded = np.clip(PER_SLOT * slots, MIN_REQUESTS, MAX_REQUESTS)
-    return int(requests or max(bounded, math.ceil(FILL_PER_SLOT * slots)))
+    return int(requests or max(bounded, math.ceil(FILL_PER_SLOT * slots) if clients else 0))
 
 
 def offline_requests(case: LoadCase, inst) -> int:
@@ -458,7 +458,7 @@ def _closed(case: LoadCase, inst, requests) -> Outcome:
     the ramp-down, about half a request a client, is a share clients / 48,000 of the run),
     else ``_count``'s."""
     share = min(round(case.issued / case.replicas), WHOLE_RUN_REQUESTS) if case.issued else 0
-    n = _count(case, case.clients, requests or share or None)
+    n = _count(case, case.clients, requests or share or None, clients=True)
     run = Run(traffic_of(case, n), clients=case.clients, prefilled=case.prefilled)
     record = simulate_run(inst, run)
     if case.prefilled:
