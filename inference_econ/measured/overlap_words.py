@@ -23,6 +23,20 @@ _ON = ("true", "on", "yes", "1", "enabled")
 _OFF = ("false", "off", "no", "0", "disabled")
 
 
+def _switched(m: re.Match, name: str, flags: str, where: str, field: str) -> bool:
+    """Whether a switch's match (groups ``neg``, ``value``, ``word``) says on; a value that is
+    not on or off is the row's ``SpecError`` naming ``name`` and its ``flags``."""
+    said = (m.group("value") or m.group("word") or "true").lower()
+    if said not in _ON + _OFF:
+        raise SpecError(
+            where,
+            field,
+            f"{name} {said!r} is not read",
+            f"give true or false (or the flag alone, {flags})",
+        )
+    return not m.group("neg") and said in _ON
+
+
 def overlap_of(text, scenario: str | None, notes: str = "", where: str = "") -> bool | None:
     """Whether a row states two-batch overlap on (True) or off (False), in
     ``batch_or_concurrency`` or else the notes (the row's scenario part); None where it does
@@ -30,16 +44,8 @@ def overlap_of(text, scenario: str | None, notes: str = "", where: str = "") -> 
     for field, cell in (("batch_or_concurrency", text), ("notes", notes)):
         found = set()
         for m in _OVERLAP.finditer(scenario_part(cell, scenario).text):
-            said = (m.group("value") or m.group("word") or "true").lower()
-            if said not in _ON + _OFF:
-                raise SpecError(
-                    where,
-                    field,
-                    f"two-batch overlap {said!r} is not read",
-                    "give true or false (or the flag alone, --enable-two-batch-overlap or "
-                    "--enable-dbo)",
-                )
-            found.add(not m.group("neg") and said in _ON)
+            flags = "--enable-two-batch-overlap or --enable-dbo"
+            found.add(_switched(m, "two-batch overlap", flags, where, field))
         if len(found) > 1:
             raise SpecError(
                 where, field, "states two-batch overlap both on and off", "keep the one it ran"
@@ -163,14 +169,6 @@ def rank_blocks_of(text, scenario: str | None, notes: str = "", where: str = "")
                 )
             blocks.add("dense")
         for m in _DP_LM_HEAD.finditer(part):
-            said = (m.group("value") or m.group("word") or "true").lower()
-            if said not in _ON + _OFF:
-                raise SpecError(
-                    where,
-                    field,
-                    f"enable_dp_lm_head {said!r} is not read",
-                    "give true or false (or the flag alone, --enable-dp-lm-head)",
-                )
-            if not m.group("neg") and said in _ON:
+            if _switched(m, "enable_dp_lm_head", "--enable-dp-lm-head", where, field):
                 blocks.add("vocabulary")
     return tuple(sorted(blocks))
